@@ -1,0 +1,3 @@
+fn main() {
+    println!("capelab-relay: under construction");
+}
