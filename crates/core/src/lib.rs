@@ -11,9 +11,15 @@ Modules, one concept each:
 - [`transport`]: the one transport seam, and its in-memory implementation.
 - [`codec`]: protocol messages to bytes.
 - [`rng`]: the CSPRNG for all privacy randomness, seeded from the OS or from a run seed.
+- [`fixed`]: reals into the masking ring Z_{2^64} (stochastic rounding, overflow refused up front).
+- [`special`]: normal tails and log-space helpers, accurate where δ lives.
+- [`gaussian`]: classical Gaussian-mechanism calibration, with its ε < 1 validity enforced.
 */
 
 pub mod codec;
+pub mod fixed;
+pub mod gaussian;
 pub mod rng;
+pub mod special;
 pub mod transport;
 pub mod wire;
