@@ -44,13 +44,14 @@ const SILENT_INTERVALS: u32 = 3;
 pub(crate) async fn run(socket: WebSocket, shared: Arc<Shared>) {
     let live = shared.open_connection();
     let conn = Conn { id: live.id, outbox: Outbox::new(shared.config.limits.max_queue_bytes) };
-    let (sink, stream) = socket.split();
+    let (sink, mut stream) = socket.split();
     let mut writer = tokio::spawn(write(sink, conn.outbox.clone(), shared.config.ping_interval));
 
     let bucket = shared.config.limits.token_bucket(shared.now());
     let mut reader = Reader { shared: &shared, conn: &conn, seat: None, bucket };
-    reader.read(stream).await;
+    let ended = reader.read(&mut stream).await;
 
+    // The others hear `Left` now, not after the close handshake below.
     if let Some(seat) = &reader.seat {
         shared.registry().disconnect(conn.id, seat, shared.now());
     }
@@ -66,10 +67,22 @@ pub(crate) async fn run(socket: WebSocket, shared: Arc<Shared>) {
             .line(format_args!("{who} closed by the relay ({}: {})", reason.code, reason.reason));
     }
     conn.outbox.close(CloseReason::normal());
+    if ended == Ended::ClosingByRelay {
+        linger(&mut stream).await;
+    }
     if timeout(LINGER, &mut writer).await.is_err() {
         writer.abort();
     }
     drop(live);
+}
+
+/// How the reading loop ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ended {
+    /// The client closed, or the socket failed: nothing more to read.
+    PeerGone,
+    /// The relay asked for a close; the client still has to answer it.
+    ClosingByRelay,
 }
 
 /// The reading half of a connection and what it knows about itself.
@@ -81,15 +94,12 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    async fn read(&mut self, mut stream: SplitStream<WebSocket>) {
+    async fn read(&mut self, stream: &mut SplitStream<WebSocket>) -> Ended {
         let silent_limit = self.shared.config.ping_interval * SILENT_INTERVALS;
         loop {
             let next = tokio::select! {
                 biased;
-                _ = self.conn.outbox.closed() => {
-                    linger(&mut stream).await;
-                    return;
-                }
+                _ = self.conn.outbox.closed() => return Ended::ClosingByRelay,
                 _ = self.shared.shutting_down() => {
                     self.conn.outbox.close(CloseReason::shutdown());
                     continue;
@@ -98,14 +108,14 @@ impl Reader<'_> {
             };
             match next {
                 Err(_silent) => self.conn.outbox.close(CloseReason::silent(silent_limit.as_secs())),
-                Ok(None) => return,
+                Ok(None) => return Ended::PeerGone,
                 Ok(Some(Err(error))) => {
                     if is_over_socket_cap(error) {
                         let cap = self.shared.config.limits.socket_message_cap();
                         self.conn.outbox.close(CloseReason::too_big(cap));
                     }
-                    // The stream cannot be read past a failed frame.
-                    return;
+                    // The stream cannot be read past a failed frame: no lingering.
+                    return Ended::PeerGone;
                 }
                 Ok(Some(Ok(message))) => self.on_message(message),
             }

@@ -34,10 +34,12 @@ pub struct RelayLimits {
     pub max_participants: usize,
     /// Sustained messages per second per connection (token refill rate).
     pub messages_per_second: u32,
-    /// Messages a connection may send at once before the rate applies (token bucket capacity).
+    /// Messages a connection may send at once before the rate applies (token bucket size).
     /// A SecureAgg aggregator fans out one message per site in a burst.
     pub burst: u32,
-    /// Bytes waiting to be written to one connection before it is closed as too slow.
+    /// Bytes waiting to be written to one connection before it is closed as too slow. Large, so
+    /// a burst of big messages to a reader that keeps up is never mistaken for a slow reader; a
+    /// broadcast is stored once however many queues it sits in.
     pub max_queue_bytes: usize,
 }
 
@@ -48,7 +50,7 @@ impl Default for RelayLimits {
             max_participants: 64,
             messages_per_second: 200,
             burst: 400,
-            max_queue_bytes: 64 * 1024 * 1024,
+            max_queue_bytes: 256 * 1024 * 1024,
         }
     }
 }
@@ -76,22 +78,30 @@ impl RelayLimits {
 }
 
 /// A token bucket: holds up to `burst` tokens, refills at `per_second`, one token per message.
+///
+/// Kept in integer micro-tokens, so refills add up exactly: 99 ms and then 1 ms at 10 per
+/// second make one whole token, as they should.
 #[derive(Clone, Debug)]
 pub struct TokenBucket {
-    capacity: f64,
-    per_second: f64,
-    tokens: f64,
+    /// In micro-tokens.
+    capacity: u128,
+    per_second: u128,
+    /// In micro-tokens.
+    level: u128,
     last_refill: Duration,
 }
+
+/// Micro-tokens in one token (and microseconds in one second).
+const MICRO: u128 = 1_000_000;
 
 impl TokenBucket {
     /// A full bucket. `per_second` and `burst` are validated by `Config::validate` (both ≥ 1).
     pub fn new(per_second: u32, burst: u32, now: Duration) -> Self {
-        let capacity = f64::from(burst.max(1));
+        let capacity = u128::from(burst.max(1)) * MICRO;
         TokenBucket {
             capacity,
-            per_second: f64::from(per_second.max(1)),
-            tokens: capacity,
+            per_second: u128::from(per_second.max(1)),
+            level: capacity,
             last_refill: now,
         }
     }
@@ -99,11 +109,12 @@ impl TokenBucket {
     /// Takes one token if there is one. `now` never going backwards is the clock's job; a `now`
     /// earlier than the last call simply refills nothing.
     pub fn try_take(&mut self, now: Duration) -> bool {
-        let elapsed = now.saturating_sub(self.last_refill);
-        self.tokens = (self.tokens + elapsed.as_secs_f64() * self.per_second).min(self.capacity);
+        // Microseconds × tokens per second = micro-tokens.
+        let refill = now.saturating_sub(self.last_refill).as_micros() * self.per_second;
+        self.level = self.level.saturating_add(refill).min(self.capacity);
         self.last_refill = self.last_refill.max(now);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
+        if self.level >= MICRO {
+            self.level -= MICRO;
             true
         } else {
             false
@@ -111,10 +122,11 @@ impl TokenBucket {
     }
 }
 
-/// A display name as the relay stores and shows it: control characters removed, whitespace
-/// trimmed, at most [`MAX_NAME_CHARS`] characters. May be empty; the registry then picks one.
+/// A display name as the relay stores and shows it: one line (control characters become
+/// spaces), trimmed, at most [`MAX_NAME_CHARS`] characters. May be empty; the registry then
+/// picks one.
 pub fn clean_name(raw: &str) -> String {
-    let printable: String = raw.chars().filter(|c| !c.is_control()).collect();
+    let printable: String = raw.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let bounded: String = printable.trim().chars().take(MAX_NAME_CHARS).collect();
     bounded.trim_end().to_owned()
 }
@@ -139,9 +151,13 @@ mod tests {
         let start = Duration::from_secs(5);
         let mut bucket = TokenBucket::new(10, 4, start);
         assert_eq!((0..6).filter(|_| bucket.try_take(start)).count(), 4);
-        // 10 per second: one token every 100 ms, not earlier.
+        // 10 per second: one token every 100 ms, not earlier, and partial refills add up.
         assert!(!bucket.try_take(start + 99 * MS));
         assert!(bucket.try_take(start + 100 * MS));
+        assert!(!bucket.try_take(start + 100 * MS));
+        assert!(!bucket.try_take(start + 133 * MS));
+        assert!(!bucket.try_take(start + 166 * MS));
+        assert!(bucket.try_take(start + 200 * MS));
         assert!(!bucket.try_take(start + 100 * MS));
         // A long pause refills to the burst, never beyond it.
         let later = start + Duration::from_secs(60);
@@ -152,7 +168,7 @@ mod tests {
     fn bucket_sustains_exactly_the_rate() {
         let mut bucket = TokenBucket::new(200, 400, Duration::ZERO);
         let mut accepted = 0;
-        // An attempt every millisecond for just under 10 s.
+        // An attempt every millisecond for 9.997 s.
         for ms in 0..=9_997u64 {
             if bucket.try_take(Duration::from_millis(ms)) {
                 accepted += 1;
@@ -173,7 +189,7 @@ mod tests {
     #[test]
     fn names_are_trimmed_single_line_and_bounded() {
         assert_eq!(clean_name("  Ana  "), "Ana");
-        assert_eq!(clean_name("Ana\nroom K7QX2M closed\r"), "Anaroom K7QX2M closed");
+        assert_eq!(clean_name("Ana\nroom K7QX2M closed\r"), "Ana room K7QX2M closed");
         assert_eq!(clean_name(" \t "), "");
         let long = "é".repeat(100);
         assert_eq!(clean_name(&long).chars().count(), MAX_NAME_CHARS);

@@ -37,7 +37,7 @@ struct Args {
     #[arg(long, default_value_t = RelayLimits::default().messages_per_second)]
     rate: u32,
 
-    /// Messages a connection may send in one burst above the rate.
+    /// Messages a connection may send at once before the rate applies (token bucket size).
     #[arg(long, default_value_t = RelayLimits::default().burst)]
     burst: u32,
 
