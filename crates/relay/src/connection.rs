@@ -55,8 +55,10 @@ pub(crate) async fn run(socket: WebSocket, shared: Arc<Shared>) {
     if let Some(seat) = &reader.seat {
         shared.registry().disconnect(conn.id, seat, shared.now());
     }
+    // Unusual closes are worth a line; ordinary ones and the shutdown (said once) are not.
     if let Some(reason) = conn.outbox.close_reason()
         && reason.code != close_code::NORMAL
+        && reason != CloseReason::shutdown()
     {
         let who = match &reader.seat {
             Some(seat) => format!("{}: #{}", seat.room, seat.id),
@@ -107,7 +109,7 @@ impl Reader<'_> {
                 next = timeout(silent_limit, stream.next()) => next,
             };
             match next {
-                Err(_silent) => self.conn.outbox.close(CloseReason::silent(silent_limit.as_secs())),
+                Err(_silent) => self.conn.outbox.close(CloseReason::silent(silent_limit)),
                 Ok(None) => return Ended::PeerGone,
                 Ok(Some(Err(error))) => {
                     if is_over_socket_cap(error) {

@@ -14,6 +14,7 @@ outbox accepts nothing more, and the writer sends the close frame ahead of anyth
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use axum::extract::ws::Utf8Bytes;
 use tokio::sync::{Notify, watch};
@@ -80,8 +81,8 @@ impl CloseReason {
         )
     }
 
-    pub fn silent(secs: u64) -> Self {
-        Self::new(close_code::GOING_AWAY, &format!("no sign of life for {secs} s"))
+    pub fn silent(for_how_long: Duration) -> Self {
+        Self::new(close_code::GOING_AWAY, &format!("no sign of life for {for_how_long:?}"))
     }
 }
 
@@ -246,6 +247,15 @@ mod tests {
     }
 
     #[test]
+    fn silence_is_reported_in_readable_units() {
+        assert_eq!(CloseReason::silent(Duration::from_secs(45)).reason, "no sign of life for 45s");
+        assert_eq!(
+            CloseReason::silent(Duration::from_millis(750)).reason,
+            "no sign of life for 750ms"
+        );
+    }
+
+    #[test]
     fn the_first_close_reason_wins() {
         let outbox = Outbox::new(1000);
         outbox.close(CloseReason::shutdown());
@@ -263,7 +273,7 @@ mod tests {
             CloseReason::fell_behind(usize::MAX),
             CloseReason::superseded(),
             CloseReason::too_big(usize::MAX),
-            CloseReason::silent(u64::MAX),
+            CloseReason::silent(Duration::MAX),
         ] {
             // The built-in reasons are short enough not to be cut.
             assert!(reason.reason.len() < MAX_CLOSE_REASON_BYTES, "{reason:?}");

@@ -87,6 +87,32 @@ async fn oversized_frames_are_answered_and_only_past_the_hard_cap_close_the_sock
 }
 
 #[tokio::test]
+async fn a_frame_of_exactly_the_default_limit_is_relayed_and_one_byte_more_is_not() {
+    let relay = relay().await;
+    let limit = Config::default().limits.max_frame_bytes;
+    let mut dash = common::Client::connect_unlimited(&relay.ws_url()).await;
+    let welcome = dash.create("Teacher").await;
+    assert_eq!(welcome.limits.max_frame_bytes, 16 * 1024 * 1024);
+    let mut site = common::Client::connect_unlimited(&relay.ws_url()).await;
+    site.join(&welcome.room, Role::Site, "Ana", None).await.expect_welcome();
+    dash.expect_presence(PresenceEvent::Joined, 2).await;
+
+    const HEAD: &str = r#"{"type":"send","v":1,"to":{"one":1},"kind":"big","payload":""#;
+    let frame_of = |len: usize| format!("{HEAD}{}\"}}", "A".repeat(len - HEAD.len() - 2));
+    let exact = frame_of(limit);
+    assert_eq!(exact.len(), limit);
+    site.send_text(frame_of(limit + 1)).await;
+    let message = site.expect_error(ErrorCode::Oversized).await;
+    assert!(message.contains(&format!("{} bytes", limit + 1)), "{message}");
+    site.send_text(exact).await;
+    let envelope = dash.expect_envelope().await;
+    assert_eq!((envelope.from, envelope.kind.as_str()), (2, "big"));
+    assert_eq!(envelope.payload.len(), limit - HEAD.len() - 2);
+    assert!(envelope.payload.bytes().all(|b| b == b'A'));
+    site.assert_works().await;
+}
+
+#[tokio::test]
 async fn unknown_rooms_are_refused_and_codes_ignore_case() {
     let relay = relay().await;
     let mut bystanders = Bystanders::new(&relay).await;

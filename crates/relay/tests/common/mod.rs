@@ -19,6 +19,7 @@ use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 /// Fails a wait that would otherwise hang forever. Not a timing assertion.
@@ -119,6 +120,17 @@ static NEXT_MARKER: AtomicU32 = AtomicU32::new(1);
 impl Client {
     pub async fn connect(url: &str) -> Self {
         let (ws, _) = tokio_tungstenite::connect_async(url).await.expect("websocket connects");
+        Client { ws, me: None, markers: 0 }
+    }
+
+    /// A client that, like a browser, accepts messages beyond tungstenite's default 16 MiB.
+    pub async fn connect_unlimited(url: &str) -> Self {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(usize::MAX))
+            .max_frame_size(Some(usize::MAX));
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), false)
+            .await
+            .expect("websocket connects");
         Client { ws, me: None, markers: 0 }
     }
 
