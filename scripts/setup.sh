@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Installs what capelab needs on a fresh Debian machine that has only the Rust toolchain.
+# Idempotent: every tool is pinned, and a tool already present at its pinned version is skipped.
+#
+#   scripts/setup.sh demo   what running the app needs (wasm target, wasm-bindgen, trunk, wasm-opt)
+#   scripts/setup.sh test   the above, plus Chromium + ChromeDriver, Playwright and the Python
+#                           cross-check environment
+#
+# Everything lands in ~/.cargo/bin (cargo tools), Debian packages (chromium), or inside the
+# repository (tools/node_modules, tools/venv). Nothing else is cached.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WASM_BINDGEN_VERSION="0.2.130" # must equal the wasm-bindgen crate pin in Cargo.toml
+TRUNK_VERSION="0.21.14"        # 0.22 needs rustc 1.96.1
+WASM_OPT_VERSION="version_132" # from npm binaryen@132.0.0 (tools/package.json); never Debian's 108
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+note() { printf '    %s\n' "$*"; }
+die() {
+    printf '\n\033[31merror:\033[0m %s\n' "$*" >&2
+    exit 1
+}
+
+# `has_version TOOL TEXT`: TOOL is on PATH and `TOOL --version` mentions TEXT.
+has_version() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -qF "$2"; }
+
+ensure_wasm_target() {
+    if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+        note "wasm32-unknown-unknown target: present"
+    else
+        step "adding the wasm32-unknown-unknown target"
+        rustup target add wasm32-unknown-unknown
+    fi
+}
+
+ensure_cargo_tools() {
+    if has_version wasm-bindgen "$WASM_BINDGEN_VERSION" && command -v wasm-bindgen-test-runner >/dev/null; then
+        note "wasm-bindgen-cli $WASM_BINDGEN_VERSION: present"
+    else
+        step "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 5 minutes, once)"
+        # Not --locked: its published lock file pins a webpki-roots the registry mirror lacks.
+        cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+    fi
+    if has_version trunk "$TRUNK_VERSION"; then
+        note "trunk $TRUNK_VERSION: present"
+    else
+        step "installing trunk $TRUNK_VERSION (about 8 minutes, once)"
+        cargo install --locked trunk --version "$TRUNK_VERSION" --force
+    fi
+}
+
+ensure_node() {
+    if command -v node >/dev/null && command -v npm >/dev/null; then
+        return
+    fi
+    if [ "$(id -u)" = 0 ]; then
+        step "installing Node.js and npm (Debian)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+    else
+        die "Node.js and npm are missing. Install them (sudo apt-get install nodejs npm) and rerun."
+    fi
+}
+
+ensure_npm_tools() {
+    ensure_node
+    local stamp="$ROOT/tools/node_modules/.capelab-lock"
+    if [ -f "$stamp" ] && cmp -s "$stamp" "$ROOT/tools/package-lock.json"; then
+        note "npm tools (binaryen, playwright-core): present"
+    else
+        step "installing npm tools into tools/node_modules (binaryen wasm-opt, playwright-core)"
+        (cd "$ROOT/tools" && npm ci --no-audit --no-fund --loglevel=error)
+        cp "$ROOT/tools/package-lock.json" "$stamp"
+    fi
+    export PATH="$ROOT/tools/node_modules/.bin:$PATH"
+    has_version wasm-opt "$WASM_OPT_VERSION" ||
+        die "tools/node_modules/.bin/wasm-opt is not $WASM_OPT_VERSION (found: $(wasm-opt --version 2>&1 || true))"
+}
+
+ensure_browser() {
+    if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+        note "chromium + chromedriver: present ($(chromium --version 2>/dev/null | head -n 1))"
+        return
+    fi
+    if [ "$(id -u)" = 0 ]; then
+        step "installing Debian's chromium and chromium-driver (about a minute)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+    else
+        die "The browser tests need Debian's Chromium and ChromeDriver, and this is not root.
+       Install them with:  sudo apt-get install -y chromium chromium-driver
+       then rerun this command."
+    fi
+}
+
+ensure_python_env() {
+    local venv="$ROOT/tools/venv" req="$ROOT/tests/accounting/requirements.txt"
+    [ -f "$req" ] || return 0
+    local stamp="$venv/.capelab-requirements"
+    if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; then
+        note "python cross-check environment (tools/venv): present"
+        return
+    fi
+    step "creating tools/venv for the dp-accounting cross-check"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+    cp "$req" "$stamp"
+}
+
+fetch_crates() {
+    step "fetching crates"
+    (cd "$ROOT" && cargo fetch --locked)
+}
+
+main() {
+    local what="${1:-demo}"
+    step "checking tools for '$what'"
+    ensure_wasm_target
+    ensure_cargo_tools
+    ensure_npm_tools
+    if [ "$what" = test ]; then
+        ensure_browser
+        ensure_python_env
+    fi
+    fetch_crates
+}
+
+# Sourced by scripts/demo and scripts/test (so PATH changes stick); runnable on its own too.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    main "$@"
+fi
