@@ -20,6 +20,11 @@ Not every input is feasible: r_s ≤ 0 or a solution with σ_s² ≤ 0 is refuse
 **corrected** [Σ_âê]_s = σ_s² − (1/(μ_s S))Σ_{i∈H} μ_i σ_i² (the paper prints μ_i²: spec §2
 Erratum). There is no closed form: μ_z = ½ṽᵀΣ⁻¹ṽ is computed numerically and maximised over every
 target site and every colluding set of size S_C ([`AsymmetricPlan::worst_case`]).
+
+Two further views ([`AsymmetricView`]): the weighted secure sum reveals Σ_{h∈H} μ_h ê_h, not the
+Σ_{h∈H} ê_h the paper's analysis uses, and the adversary also holds the colluders' ê_c (see
+[`super::adversary_view`]). With μ_s = N_s/N and τ_s ∝ 1/N_s, scaling â_s by μ_s·S turns the
+weighted round into a symmetric one, so those views reproduce the symmetric c_S exactly.
 */
 
 use nalgebra::{DMatrix, DVector};
@@ -27,7 +32,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::wire::ParticipantId;
 
-use super::adversary_view::{NoiseSumView, RoundNoise, inverse_entry_unchecked, privacy_loss_mean};
+use super::adversary_view::{
+    AdversaryView, NoiseSumView, RoundNoise, inverse_entry_unchecked, privacy_loss_mean,
+};
 use super::estimator::CapeEstimator;
 use super::privacy::{Collusion, PrivacyError, PrivacyLoss, classical_noise_multiplier};
 use super::site::SiteNoise;
@@ -134,9 +141,12 @@ pub enum AsymmetricView {
     PaperCorrected,
     /// The paper's model with Σ_âê as printed (μ_i²): wrong, kept to show the erratum.
     PaperAsPrinted,
-    /// What the weighted secure sum reveals, T = Σ_{h∈H} μ_h ê_h, built from the mechanism
-    /// ([`super::adversary_view`]).
-    WeightedNoiseSum,
+    /// What the weighted secure sum reveals, T = Σ_{h∈H} μ_h ê_h, in Theorem 1's view (colluders'
+    /// ê_c inside â_h treated as unknown), built from the mechanism ([`super::adversary_view`]).
+    WeightedSum,
+    /// T = Σ_{h∈H} μ_h ê_h and the colluders' ê_c conditioned on: everything the threat model
+    /// gives the adversary ([`AdversaryView::Full`]).
+    WeightedSumFullView,
 }
 
 /// Which form of [Σ_âê]_s.
@@ -381,9 +391,16 @@ impl AsymmetricPlan {
                     AsymmetricView::PaperAsPrinted => {
                         self.paper_covariance(&honest, CrossTerm::AsPrinted)
                     }
-                    AsymmetricView::WeightedNoiseSum => {
-                        self.round_noise().covariance(&honest, NoiseSumView::Weighted)
-                    }
+                    AsymmetricView::WeightedSum => self.round_noise().covariance(
+                        &honest,
+                        NoiseSumView::Weighted,
+                        AdversaryView::Theorem1,
+                    ),
+                    AsymmetricView::WeightedSumFullView => self.round_noise().covariance(
+                        &honest,
+                        NoiseSumView::Weighted,
+                        AdversaryView::Full,
+                    ),
                 };
                 let colluder_ids: Vec<ParticipantId> =
                     colluders.iter().map(|&c| self.sites[c]).collect();

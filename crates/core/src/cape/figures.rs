@@ -4,7 +4,8 @@ against the local noise level z = τ/Δ_s (Fig. 5(a, b)) and against the share o
 S_C/S (Fig. 5(c, d)), as rows the CLI and the dashboard can plot.
 
 The paper does not give N, and all three δ depend only on z, so the x-axis is z. δ_cape uses the
-exact c_S; the paper's eq. (1) value is in its own column, labelled, for showing the erratum.
+exact c_S; the paper's eq. (1) value is in its own column, labelled, for showing the erratum, and
+so is the value against the adversary's full view ([`super::privacy::c_s_full_view`]).
 Caveat from the spec: δ_pool uses the loose classical bound while δ_cape uses a tail bound, so
 "better than pooled" is partly an artefact of the bounds.
 */
@@ -31,6 +32,8 @@ pub struct Fig5Row {
     pub delta_cape_tail: Option<f64>,
     /// The φ-bound δ with the paper's eq. (1) μ_z (for showing the erratum).
     pub delta_cape_paper_eq1: Option<f64>,
+    /// The φ-bound δ against the adversary's full view ([`super::privacy::c_s_full_view`]).
+    pub delta_cape_full_view: Option<f64>,
     pub delta_conv: f64,
     pub delta_pool: f64,
 }
@@ -50,6 +53,9 @@ fn row(collusion: &Collusion, z: f64, epsilon: f64) -> Result<Fig5Row, PrivacyEr
         delta_cape: loss.delta_phi_bound(epsilon).ok(),
         delta_cape_tail: loss.delta_tail(epsilon).ok(),
         delta_cape_paper_eq1: paper,
+        delta_cape_full_view: PrivacyLoss::symmetric_full_view(collusion, z)?
+            .delta_phi_bound(epsilon)
+            .ok(),
         delta_conv: delta_conv(epsilon, z, collusion.sites())?,
         delta_pool: delta_pool(epsilon, z)?,
     })

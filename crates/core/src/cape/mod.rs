@@ -45,6 +45,7 @@ pub mod site;
 pub mod utility;
 pub mod zero_sum;
 
+pub use adversary_view::AdversaryView;
 pub use asymmetric::{AsymmetricError, AsymmetricPlan, AsymmetricView, WorstCase};
 pub use error::{EstimateError, SiteError};
 pub use estimator::CapeEstimator;

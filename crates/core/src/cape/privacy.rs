@@ -22,6 +22,14 @@ so ε ≥ 1 is accepted (cape-fm's own test vector uses ε = 1).
 forms that must agree ([`c_s_closed_form`], [`c_s_inverse_entry`]) and by numerically inverting the
 covariance built from the mechanism ([`c_s_numeric`]). Eq. (1) is kept, labelled as the paper's,
 to show the erratum ([`c_s_paper_eq1`]).
+
+**Beyond the spec: the full view.** Theorem 1's observation y = [â_H, ê_H] treats the colluders'
+ê_c inside each honest â_h as unknown noise, although the threat model hands ê_c to the
+adversary. An adversary that subtracts them learns more: [`c_s_full_view`] is the c_S of that
+view (S(S + S_H)/((S + 1)S_H), e.g. 1.8667 instead of 1.2952 at S = 4, S_C = 1). Theorem 1's c_S
+even *decreases* from S_C = 0 to S_C = 1 (1.6 → 1.2952 at S = 4), which no adversary with more
+information can show. Both are reported ([`ReleasePrivacy::full_view`]); see
+[`super::adversary_view`].
 */
 
 use serde::{Deserialize, Serialize};
@@ -29,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use crate::gaussian::{self, CalibrationError};
 use crate::special::{normal_pdf, normal_sf};
 
-use super::adversary_view::{NoiseSumView, RoundNoise, privacy_loss_mean};
+use super::adversary_view::{AdversaryView, NoiseSumView, RoundNoise, privacy_loss_mean};
 
 /// Why a privacy computation was refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -147,16 +155,33 @@ pub fn c_s_inverse_entry(collusion: &Collusion) -> f64 {
 
 /// c_S by inverting the adversary's covariance, built from the mechanism's definition with τ = 1
 /// ([`super::adversary_view`]): ê_s ~ N(0, 1), g_s ~ N(0, 1/S), honest sites 1..S_H.
-pub fn c_s_numeric(collusion: &Collusion) -> Result<f64, PrivacyError> {
+/// [`AdversaryView::Theorem1`] must agree with [`c_s_closed_form`]; [`AdversaryView::Full`] with
+/// [`c_s_full_view`].
+pub fn c_s_numeric(collusion: &Collusion, view: AdversaryView) -> Result<f64, PrivacyError> {
     let s = collusion.sites();
     let ehat_var = vec![1.0; s];
     let g_var = vec![1.0 / s as f64; s];
     let weights = vec![1.0 / s as f64; s];
     let noise = RoundNoise { ehat_var: &ehat_var, g_var: &g_var, weights: &weights };
     let honest: Vec<usize> = (0..collusion.honest()).collect();
-    let covariance = noise.covariance(&honest, NoiseSumView::Unweighted);
+    let covariance = noise.covariance(&honest, NoiseSumView::Unweighted, view);
     // μ_z = ½·[Σ⁻¹]₁₁ at Δ = 1, τ = 1.
     privacy_loss_mean(&covariance, 1.0).map(|mu| 2.0 * mu).ok_or(PrivacyError::NotPositiveDefinite)
+}
+
+/// c_S when the adversary also uses the colluders' own noise ê_c, which the threat model gives it
+/// (spec §1) but Theorem 1's view leaves out: S(S + S_H)/((S + 1)·S_H).
+///
+/// Derivation: from the broadcast Σê and the colluders' ê_c the adversary gets
+/// u_h = â_h + (1/S)Σê = f(x_h) + ê_h + g_h for every honest h, and T = Σ_{h∈H} ê_h. With τ = 1,
+/// Var u_h = 1 + 1/S, Cov(u_h, u_k) = 0, Cov(u_h, T) = 1, Var T = S_H; the Schur complement gives
+/// [Σ⁻¹]₁₁ = ((1 + 1/S)I − (1/S_H)11ᵀ)⁻¹₁₁ = (S/(S+1))·(1 + S/S_H). It equals Theorem 1's c_S at
+/// S_C = 0, grows with S_C (more colluders, more knowledge), and reaches S at S_H = 1, where only
+/// g_h ~ N(0, τ²/S) protects the last honest site.
+pub fn c_s_full_view(collusion: &Collusion) -> f64 {
+    let s = collusion.sites() as f64;
+    let h = collusion.honest() as f64;
+    s * (s + h) / ((s + 1.0) * h)
 }
 
 /// The paper's eq. (1), written as c_S (μ_z = c_S/(2z²) with N_s = N/S):
@@ -187,10 +212,24 @@ impl PrivacyLoss {
         Ok(Self { mu_z, sigma_z: (2.0 * mu_z).sqrt() })
     }
 
-    /// The symmetric case: μ_z = c_S/(2z²) with the exact c_S.
-    pub fn symmetric(collusion: &Collusion, noise_multiplier: f64) -> Result<Self, PrivacyError> {
+    /// μ_z = c_S/(2z²) for a given c_S and noise multiplier z = τ/Δ_s.
+    pub fn from_c_s(c_s: f64, noise_multiplier: f64) -> Result<Self, PrivacyError> {
         check_multiplier(noise_multiplier)?;
-        Self::from_mean(c_s_closed_form(collusion) / (2.0 * noise_multiplier * noise_multiplier))
+        Self::from_mean(c_s / (2.0 * noise_multiplier * noise_multiplier))
+    }
+
+    /// The symmetric case as in Theorem 1 with the spec's erratum: the exact c_S of
+    /// [`c_s_closed_form`].
+    pub fn symmetric(collusion: &Collusion, noise_multiplier: f64) -> Result<Self, PrivacyError> {
+        Self::from_c_s(c_s_closed_form(collusion), noise_multiplier)
+    }
+
+    /// The symmetric case with the adversary's full view ([`c_s_full_view`]).
+    pub fn symmetric_full_view(
+        collusion: &Collusion,
+        noise_multiplier: f64,
+    ) -> Result<Self, PrivacyError> {
+        Self::from_c_s(c_s_full_view(collusion), noise_multiplier)
     }
 
     /// (ε − μ_z)/σ_z, after refusing ε ≤ μ_z.
@@ -258,6 +297,18 @@ pub struct ReleasePrivacy {
     pub paper_eq1_delta_phi_bound: Option<f64>,
     pub delta_conv: f64,
     pub delta_pool: f64,
+    /// The same release against the adversary's full view ([`c_s_full_view`]).
+    pub full_view: FullViewPrivacy,
+}
+
+/// A release's privacy when the adversary also uses the colluders' noise ([`c_s_full_view`]).
+/// The δ's are `None` where ε ≤ μ_z.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FullViewPrivacy {
+    pub c_s: f64,
+    pub loss: PrivacyLoss,
+    pub delta_phi_bound: Option<f64>,
+    pub delta_tail: Option<f64>,
 }
 
 /// Theorem 1 for a release at noise multiplier z = τ/Δ_s and target ε.
@@ -272,6 +323,13 @@ pub fn release_privacy(
         let paper = PrivacyLoss::from_mean(c / (2.0 * noise_multiplier * noise_multiplier)).ok()?;
         paper.delta_phi_bound(epsilon).ok()
     });
+    let full_loss = PrivacyLoss::symmetric_full_view(collusion, noise_multiplier)?;
+    let full_view = FullViewPrivacy {
+        c_s: c_s_full_view(collusion),
+        loss: full_loss,
+        delta_phi_bound: full_loss.delta_phi_bound(epsilon).ok(),
+        delta_tail: full_loss.delta_tail(epsilon).ok(),
+    };
     Ok(ReleasePrivacy {
         sites: collusion.sites(),
         colluders: collusion.colluders(),
@@ -285,6 +343,7 @@ pub fn release_privacy(
         paper_eq1_delta_phi_bound,
         delta_conv: delta_conv(epsilon, noise_multiplier, collusion.sites())?,
         delta_pool: delta_pool(epsilon, noise_multiplier)?,
+        full_view,
     })
 }
 
