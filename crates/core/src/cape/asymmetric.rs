@@ -17,7 +17,7 @@ Not every input is feasible: r_s ≤ 0 or a solution with σ_s² ≤ 0 is refuse
 
 **Privacy.** The adversary's covariance has Cov(â_i, â_j) = Ψ(i, j) =
 −(1/S)(μ_iσ_i²/μ_j + μ_jσ_j²/μ_i) + Σ_s μ_s²σ_s²/(μ_iμ_jS²), Var(ê_H) = Σ_{h∈H}σ_h² and the
-**corrected** [Σ_âê]_s = σ_s² − (1/(μ_s S))Σ_{i∈H} μ_i σ_i² (the paper prints μ_i²: spec §2
+**corrected** \[Σ_âê\]_s = σ_s² − (1/(μ_s S))Σ_{i∈H} μ_i σ_i² (the paper prints μ_i²: spec §2
 Erratum). There is no closed form: μ_z = ½ṽᵀΣ⁻¹ṽ is computed numerically and maximised over every
 target site and every colluding set of size S_C ([`AsymmetricPlan::worst_case`]).
 
@@ -149,7 +149,7 @@ pub enum AsymmetricView {
     WeightedSumFullView,
 }
 
-/// Which form of [Σ_âê]_s.
+/// Which form of \[Σ_âê\]_s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CrossTerm {
     /// σ_s² − (1/(μ_s S))Σ_{i∈H} μ_i σ_i².
@@ -311,7 +311,7 @@ impl AsymmetricPlan {
             + spread / (mi * mj * s * s)
     }
 
-    /// [Σ_âê]_s = Cov(â_s, Σ_{h∈H} ê_h) for the site at index `s` and honest indices `honest`.
+    /// \[Σ_âê\]_s = Cov(â_s, Σ_{h∈H} ê_h) for the site at index `s` and honest indices `honest`.
     pub fn cross_cov(&self, s: usize, honest: &[usize], term: CrossTerm) -> f64 {
         let n = self.sites.len() as f64;
         let sum: f64 = honest

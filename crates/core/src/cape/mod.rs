@@ -25,7 +25,9 @@ Code map, one concept per file:
 
 **Trust model (spec §1).** Honest-but-curious sites and aggregator; at most S_C = ⌈S/3⌉ − 1 sites
 collude with the adversary; the secure sum reveals only Σê. Outside these bounds the paper makes
-no privacy claim and neither does this module.
+no privacy claim and neither does this module. Theorem 1's analysis leaves out the colluders' own
+noise, which the adversary holds; [`privacy`] reports the release against that full view too
+([`privacy::c_s_full_view`]), and it is the weaker guarantee.
 
 **Dropouts (spec Remark 4).** "S" in e_s and τ_g² is |U|, the number of sites whose ê entered the
 sum, never the planned S. A site in U that sends no â breaks the zero sum; the estimator refuses and
