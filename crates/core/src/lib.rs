@@ -14,8 +14,11 @@ Modules, one concept each:
 - [`fixed`]: reals into the masking ring Z_{2^64} (stochastic rounding, overflow refused up front).
 - [`special`]: normal tails and log-space helpers, accurate where δ lives.
 - [`gaussian`]: classical Gaussian-mechanism calibration, with its ε < 1 validity enforced.
+- [`cape`]: CAPE (seed 000 §III): zero-sum noise, site and aggregator steps, the conventional
+  baseline, Theorem 1 with its errata, the asymmetric extension.
 */
 
+pub mod cape;
 pub mod codec;
 pub mod fixed;
 pub mod gaussian;
