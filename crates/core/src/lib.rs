@@ -14,12 +14,14 @@ Modules, one concept each:
 - [`fixed`]: reals into the masking ring Z_{2^64} (stochastic rounding, overflow refused up front).
 - [`special`]: normal tails and log-space helpers, accurate where δ lives.
 - [`gaussian`]: classical Gaussian-mechanism calibration, with its ε < 1 validity enforced.
+- [`secagg`]: SecureAgg (Bonawitz et al.), site and aggregator as sans-IO state machines.
 */
 
 pub mod codec;
 pub mod fixed;
 pub mod gaussian;
 pub mod rng;
+pub mod secagg;
 pub mod special;
 pub mod transport;
 pub mod wire;
