@@ -332,6 +332,10 @@ impl Aggregator {
             return Vec::new();
         }
         self.record_dropouts(phase, true);
+        if answered < t {
+            // The deadline passed with sites still connected but silent.
+            return self.abort(RoundError::TooFewSites { have: answered, need: t, phase });
+        }
         let deadline = now_ms.saturating_add(self.config.round_timeout_ms);
         let state = std::mem::replace(&mut self.state, State::Aborted(placeholder()));
         match state {
@@ -454,6 +458,7 @@ impl Aggregator {
         let t = self.config.params.threshold;
         // Any t shares determine the secret; take the t lowest ids, so runs reproduce.
         let holders: Vec<ParticipantId> = responses.keys().copied().take(t).collect();
+        debug_assert_eq!(holders.len(), t, "advance() closes R3 only with at least t answers");
         let weights = shamir::lagrange_at_zero(&holders).expect("response ids are distinct");
         let reconstruct = |owner: ParticipantId, self_mask: bool| {
             let ys: Vec<Scalar> = holders
