@@ -1,6 +1,7 @@
 //! Property tests of SecureAgg on the simulator (spec §3): any set of at most S − t dropouts, at
 //! any point, leaves the exact sum of the survivors' inputs; more dropouts abort cleanly, and
 //! nothing that could unmask a site is sent.
+#![cfg(not(target_arch = "wasm32"))]
 
 use capelab_core::fixed::{FixedPoint, add_assign};
 use capelab_core::secagg::sim::{DropMode, DropPoint, Sim, SimConfig, SimReport};
