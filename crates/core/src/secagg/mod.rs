@@ -29,7 +29,8 @@ Each role is a sans-IO state machine with the call order written on its type: [`
 [`Site`] (`new`, then `handle` / `handle_departure`, `outcome`). Both return [`Outgoing`]
 messages (`to`, `kind`, bytes) that go to any [`Transport`](crate::transport::Transport)
 unchanged. [`Driver`] (in `driver.rs`, protocol-agnostic) does that for one role and one
-transport; [`sim::Sim`] runs a whole room in memory with virtual time and scripted dropouts.
+transport; [`sim::Sim`] runs a whole room in memory with virtual time and scripted dropouts;
+[`lockstep::Lockstep`] drives the bare roles round by round for benchmarks.
 
 # Decisions the spec leaves open (or gets wrong)
 - Primitives (spec §3 proposal): Ristretto255 KA, HKDF-SHA256 with info = label ‖ session ‖
@@ -53,6 +54,7 @@ mod config;
 mod crypto;
 mod driver;
 mod error;
+pub mod lockstep;
 pub mod messages;
 pub mod prg;
 pub mod shamir;
