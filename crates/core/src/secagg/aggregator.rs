@@ -367,6 +367,9 @@ impl Aggregator {
             .collect();
         self.membership.u1 = u1.keys().copied().collect();
         let waiting = self.alive(u1.keys());
+        if let Some(abort) = self.abort_unless_enough(&waiting, Phase::ShareKeys) {
+            return abort;
+        }
         self.state =
             State::ShareKeys { round: Collect { deadline, waiting }, u1, sealed: BTreeMap::new() };
         vec![broadcast(self.session, Body::KeyDirectory(directory))]
@@ -388,6 +391,9 @@ impl Aggregator {
             }
         }
         let waiting = self.alive(u2.iter());
+        if let Some(abort) = self.abort_unless_enough(&waiting, Phase::MaskedInput) {
+            return abort;
+        }
         let out = waiting
             .iter()
             .map(|&v| Outgoing {
@@ -421,14 +427,9 @@ impl Aggregator {
     ) -> Vec<Outgoing> {
         self.membership.u3 = u3.iter().copied().collect();
         let waiting = self.alive(u3.iter());
-        let t = self.config.params.threshold;
-        if waiting.len() < t {
-            // Some of U3 already left: fewer than t could answer, so do not ask anyone.
-            return self.abort(RoundError::TooFewSites {
-                have: waiting.len(),
-                need: t,
-                phase: Phase::Unmask,
-            });
+        // If some of U3 already left and fewer than t could answer, nobody is asked anything.
+        if let Some(abort) = self.abort_unless_enough(&waiting, Phase::Unmask) {
+            return abort;
         }
         let request = Body::UnmaskRequest {
             survivors: u3.iter().copied().collect(),
@@ -543,6 +544,18 @@ impl Aggregator {
         let notice = broadcast(self.session, Body::Abort { phase, reason: error.to_string() });
         self.state = State::Aborted(error);
         vec![notice]
+    }
+
+    /// A new round opens waiting for `waiting`: if they are fewer than t (the others have already
+    /// left), abort now instead of at the first event or the deadline.
+    fn abort_unless_enough(
+        &mut self,
+        waiting: &BTreeSet<ParticipantId>,
+        phase: Phase,
+    ) -> Option<Vec<Outgoing>> {
+        let t = self.config.params.threshold;
+        (waiting.len() < t)
+            .then(|| self.abort(RoundError::TooFewSites { have: waiting.len(), need: t, phase }))
     }
 
     fn alive<'a>(&self, ids: impl Iterator<Item = &'a ParticipantId>) -> BTreeSet<ParticipantId> {
