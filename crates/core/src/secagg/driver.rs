@@ -174,3 +174,82 @@ impl<T: Transport, M: Machine> Driver<T, M> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::MemoryRoom;
+    use crate::wire::Role;
+
+    /// Answers every message with "pong" to its sender, refuses empty ones, and has a deadline.
+    struct Pong {
+        deadline: Option<u64>,
+        departures: Vec<ParticipantId>,
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("empty message")]
+    struct Empty;
+
+    impl Machine for Pong {
+        type Error = Empty;
+        fn handle(
+            &mut self,
+            _: u64,
+            from: ParticipantId,
+            p: &[u8],
+        ) -> Result<Vec<Outgoing>, Empty> {
+            if p.is_empty() {
+                return Err(Empty);
+            }
+            Ok(vec![Outgoing { to: To::One(from), kind: "pong", payload: p.to_vec() }])
+        }
+        fn handle_departure(&mut self, _: u64, who: ParticipantId) -> Result<Vec<Outgoing>, Empty> {
+            self.departures.push(who);
+            Ok(Vec::new())
+        }
+        fn handle_timeout(&mut self, _: u64) -> Result<Vec<Outgoing>, Empty> {
+            self.deadline = None;
+            Ok(vec![Outgoing { to: To::All, kind: "tick", payload: vec![1] }])
+        }
+        fn poll_timeout(&self) -> Option<u64> {
+            self.deadline
+        }
+        fn is_finished(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn moves_events_both_ways_and_logs_what_happened() {
+        let room = MemoryRoom::new();
+        let transport = room.join(Role::Dashboard, "d");
+        let mut peer = room.join(Role::Site, "s");
+        let mut d = Driver::new(transport, Pong { deadline: Some(50), departures: vec![] });
+        assert_eq!(d.pump(0), 2, "Connected and PeerJoined");
+        assert!(matches!(d.log(), [DriverEvent::Ignored { .. }, DriverEvent::Ignored { .. }]));
+
+        peer.send(To::All, "ping", b"hi").unwrap();
+        peer.send(To::All, "ping", b"").unwrap();
+        assert_eq!(d.pump(10), 2);
+        assert!(matches!(&d.log()[2], DriverEvent::Sent { at_ms: 10, kind: "pong", bytes: 2, .. }));
+        assert!(matches!(&d.log()[3], DriverEvent::Refused { from: Some(2), .. }));
+        while let Some(e) = peer.poll_event() {
+            if let TransportEvent::Message { kind, payload, .. } = e {
+                assert_eq!((kind.as_str(), payload.as_slice()), ("pong", &b"hi"[..]));
+            }
+        }
+
+        assert!(!d.fire_timeout(49), "not due yet");
+        assert!(d.fire_timeout(50));
+        assert!(!d.fire_timeout(60), "no deadline any more");
+        assert_eq!(d.sent_kinds().collect::<Vec<_>>(), vec!["pong", "tick"]);
+
+        // a departure reaches the role, and a send to the departed peer is logged, not fatal
+        room.disconnect(peer.id());
+        d.pump(70);
+        assert_eq!(d.machine.departures, vec![peer.id()]);
+        d.send(80, vec![Outgoing { to: To::One(peer.id()), kind: "late", payload: vec![] }]);
+        assert!(matches!(d.log().last(), Some(DriverEvent::SendFailed { kind: "late", .. })));
+    }
+}
