@@ -16,6 +16,7 @@ Modules, one concept each:
 - [`gaussian`]: classical Gaussian-mechanism calibration, with its ε < 1 validity enforced.
 - [`cape`]: CAPE (seed 000 §III): zero-sum noise, site and aggregator steps, the conventional
   baseline, Theorem 1 with its errata, the asymmetric extension.
+- [`secagg`]: SecureAgg (Bonawitz et al.), site and aggregator as sans-IO state machines.
 */
 
 pub mod cape;
@@ -23,6 +24,7 @@ pub mod codec;
 pub mod fixed;
 pub mod gaussian;
 pub mod rng;
+pub mod secagg;
 pub mod special;
 pub mod transport;
 pub mod wire;

@@ -6,7 +6,7 @@ from the operating system ([`Seed::Os`], `crypto.getRandomValues` in a browser) 
 ([`Seed::Fixed`]) so that a native run reproduces bit for bit. A fixed seed is for experiments and
 tests: its output is as predictable as the seed, so the app and the CLI say so when one is used.
 
-Sub-streams ([`derive`]) give each site or trial its own independent generator from one run seed,
+Sub-streams ([`derive()`]) give each site or trial its own independent generator from one run seed,
 so adding a site never changes another site's numbers.
 */
 
