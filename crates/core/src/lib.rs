@@ -14,8 +14,11 @@ Modules, one concept each:
 - [`fixed`]: reals into the masking ring Z_{2^64} (stochastic rounding, overflow refused up front).
 - [`special`]: normal tails and log-space helpers, accurate where δ lives.
 - [`gaussian`]: classical Gaussian-mechanism calibration, with its ε < 1 validity enforced.
+- [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, moments, basic
+  and strong composition, collusion-aware view) and the per-site budget ledger.
 */
 
+pub mod accountant;
 pub mod codec;
 pub mod fixed;
 pub mod gaussian;
