@@ -21,7 +21,7 @@ The pieces, one concept per file:
 - [`comparison`]: every number above for one homogeneous run (what `cape account` prints).
 - [`ledger`]: a site's record of releases against its budget; refuses over-budget requests.
 
-**Collusion-aware accounting** (spec §5, [PROPOSAL]): a release whose colluding-adversary view has
+**Collusion-aware accounting** (spec §5, a \[PROPOSAL\] there): a release whose colluding-adversary view has
 collusion factor c_S has per-release RDP α·c_S/(2z²): it is accounted as a Gaussian release with
 effective multiplier z/√c_S ([`Event::effective_noise_multiplier`]). c_S itself is computed in
 `cape::privacy`; here it is an input.
