@@ -17,8 +17,11 @@ Modules, one concept each:
 - [`cape`]: CAPE (seed 000 §III): zero-sum noise, site and aggregator steps, the conventional
   baseline, Theorem 1 with its errata, the asymmetric extension.
 - [`secagg`]: SecureAgg (Bonawitz et al.), site and aggregator as sans-IO state machines.
+- [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, moments, basic
+  and strong composition, collusion-aware view) and the per-site budget ledger.
 */
 
+pub mod accountant;
 pub mod cape;
 pub mod codec;
 pub mod fixed;
