@@ -1,5 +1,22 @@
-use leptos::prelude::*;
+/*!
+capelab's browser app: each tab is a *site* or the *dashboard* (the aggregator) of a room.
+
+Map: `app.rs` picks the screen; `routes/` holds the screens (landing, dashboard, site);
+`components/` small views; `session.rs` turns transport events into signals; `transport.rs` is the
+only file that touches the relay's websocket, `roster.rs` and `room_code.rs` are pure logic.
+Components render signals and never run protocol steps: protocols live in `capelab_core`.
+*/
+
+mod app;
+mod components;
+mod page_url;
+mod room_code;
+mod roster;
+mod routes;
+mod session;
+mod transport;
 
 fn main() {
-    leptos::mount::mount_to_body(|| view! { <h1>"capelab"</h1> });
+    console_error_panic_hook::set_once();
+    leptos::mount::mount_to_body(app::App);
 }
