@@ -1,3 +1,167 @@
-fn main() {
-    println!("capelab-relay: under construction");
+//! `capelab-relay`: flags, binding and the start-up lines. Everything else is in the library.
+
+use std::io::Write as _;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use capelab_relay::{Config, RelayLimits, lan, lan_address, serve_with_shutdown};
+use clap::Parser;
+
+/// Routes envelopes between the browser tabs of a capelab room and serves the web app.
+#[derive(Debug, Parser)]
+#[command(name = "capelab-relay", version)]
+struct Args {
+    /// Port to listen on; 0 picks a free one (see the LISTENING line).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+
+    /// Listen on all interfaces (0.0.0.0) so other machines on the classroom network can join.
+    #[arg(long)]
+    bind_all: bool,
+
+    /// The built web app to serve at `/`.
+    #[arg(long, default_value = "dist")]
+    static_dir: PathBuf,
+
+    /// Largest frame a client may send, in bytes.
+    #[arg(long, default_value_t = RelayLimits::default().max_frame_bytes)]
+    max_frame_bytes: usize,
+
+    /// Most participants in one room (including those who may still resume).
+    #[arg(long, default_value_t = RelayLimits::default().max_participants)]
+    max_participants: usize,
+
+    /// Sustained messages per second per connection.
+    #[arg(long, default_value_t = RelayLimits::default().messages_per_second)]
+    rate: u32,
+
+    /// Messages a connection may send at once before the rate applies (token bucket size).
+    #[arg(long, default_value_t = RelayLimits::default().burst)]
+    burst: u32,
+
+    /// Bytes queued for one slow connection before the relay closes it.
+    #[arg(long, default_value_t = RelayLimits::default().max_queue_bytes)]
+    max_queue_bytes: usize,
+
+    /// Seconds a dropped participant can come back with the same id.
+    #[arg(long, default_value_t = 120)]
+    resume_grace_secs: u64,
+
+    /// Seconds between keep-alive pings; a connection silent for three of them is dropped.
+    #[arg(long, default_value_t = 15)]
+    ping_secs: u64,
+
+    /// No activity log on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    let config = Config {
+        static_dir: args.static_dir.clone(),
+        limits: RelayLimits {
+            max_frame_bytes: args.max_frame_bytes,
+            max_participants: args.max_participants,
+            messages_per_second: args.rate,
+            burst: args.burst,
+            max_queue_bytes: args.max_queue_bytes,
+        },
+        resume_grace: Duration::from_secs(args.resume_grace_secs),
+        ping_interval: Duration::from_secs(args.ping_secs),
+        quiet: args.quiet,
+        ..Config::default()
+    };
+    if let Err(error) = config.validate() {
+        eprintln!("capelab-relay: {error}");
+        return ExitCode::from(2);
+    }
+
+    let host = if args.bind_all { Ipv4Addr::UNSPECIFIED } else { Ipv4Addr::LOCALHOST };
+    let listener = match tokio::net::TcpListener::bind(SocketAddr::from((host, args.port))).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            eprintln!(
+                "capelab-relay: cannot listen on {host}:{}: {error}. Pick another port with \
+                 --port, or --port 0 for any free one.",
+                args.port
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let port = match listener.local_addr() {
+        Ok(addr) => addr.port(),
+        Err(error) => {
+            eprintln!("capelab-relay: cannot read the bound address: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    print_start(&args, port);
+
+    match serve_with_shutdown(listener, config, shutdown_signal()).await {
+        Ok(()) => {
+            if !args.quiet {
+                eprintln!("capelab-relay: stopped");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("capelab-relay: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_start(args: &Args, port: u16) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "capelab relay: open http://127.0.0.1:{port}/ (Ctrl-C to stop)");
+    if args.bind_all {
+        match lan_address() {
+            Some(ip) => {
+                let _ = writeln!(out, "classroom: others on this network open http://{ip}:{port}/");
+            }
+            None => {
+                let _ = writeln!(out, "classroom: {}", lan::HOW_TO_FIND_IT);
+            }
+        }
+    }
+    if !args.static_dir.join("index.html").is_file() {
+        let _ = writeln!(
+            out,
+            "note: {} has no index.html yet, so / explains how to build the app (./scripts/demo)",
+            args.static_dir.display()
+        );
+    }
+    // Scripts and tests wait for exactly this line.
+    let _ = writeln!(out, "LISTENING http://127.0.0.1:{port}/");
+    let _ = out.flush();
+}
+
+/// Resolves on Ctrl-C, or on SIGTERM where there is one.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            // Without a Ctrl-C handler, only SIGTERM (or killing the process) stops the relay.
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut sigterm) => {
+                sigterm.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = terminate => {}
+    }
 }

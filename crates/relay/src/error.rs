@@ -1,0 +1,133 @@
+/*!
+Why the relay refuses a frame, in words the person at the keyboard can act on.
+
+A [`Refusal`] goes back to the sender of the offending frame alone, as
+`RelayFrame::Error { code, message }`; its connection stays open. [`Refusal::code`] maps each
+variant to the wire's [`ErrorCode`], which clients branch on; the `Display` text is for people.
+*/
+
+use capelab_core::wire::{ErrorCode, ParticipantId, RelayFrame, WIRE_VERSION};
+
+use crate::room_code::ROOM_CODE_LEN;
+
+/// A frame the relay did not act on, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(
+        "that frame is not JSON ({detail}); send text frames such as \
+         {{\"type\":\"join\",\"v\":{WIRE_VERSION},\"room\":\"K7QX2M\",\"role\":\"site\",\"name\":\"Ana\"}}"
+    )]
+    NotJson { detail: String },
+
+    #[error(
+        "that JSON is not a capelab frame ({detail}); expected \"type\" to be \"create\", \
+         \"join\" or \"send\" with its fields"
+    )]
+    UnknownFrame { detail: String },
+
+    #[error("binary websocket frames are not accepted: send each frame as JSON text")]
+    Binary,
+
+    #[error("\"kind\" is {chars} characters long; the limit is {limit}: use a shorter kind")]
+    KindTooLong { chars: usize, limit: usize },
+
+    #[error(
+        "that frame is {size} bytes, over this relay's limit of {limit} bytes: send smaller \
+         messages, or start the relay with a larger --max-frame-bytes"
+    )]
+    Oversized { size: usize, limit: usize },
+
+    #[error(
+        "there is no room {room:?} on this relay: check the {ROOM_CODE_LEN}-character code, or ask \
+         the dashboard for a fresh link (a room ends once everyone has left)"
+    )]
+    UnknownRoom { room: String },
+
+    #[error(
+        "room {room} is full ({max} participants): ask the dashboard to open another room, or \
+         restart the relay with a larger --max-participants"
+    )]
+    RoomFull { room: String, max: usize },
+
+    #[error(
+        "more than {per_second} messages per second (bursts up to {burst}): this frame was \
+         dropped; send it again a little later"
+    )]
+    RateLimited { per_second: u32, burst: u32 },
+
+    #[error(
+        "this relay speaks wire v{WIRE_VERSION}, the frame says v{got}: reload the page so the app \
+         and the relay match"
+    )]
+    VersionMismatch { got: u32 },
+
+    #[error("this connection has not joined a room yet: send \"create\" or \"join\" first")]
+    NotInRoom,
+
+    #[error(
+        "this identity was resumed by another connection, so this one no longer speaks for it: \
+         use the newer tab"
+    )]
+    Superseded,
+
+    #[error(
+        "this connection is already participant {id} in room {room}: open a new connection to \
+         join another room"
+    )]
+    AlreadyInRoom { room: String, id: ParticipantId },
+
+    #[error("there is no participant {id} in room {room}: check the id in the latest presence")]
+    UnknownRecipient { room: String, id: ParticipantId },
+
+    #[error(
+        "participant {id} in room {room} is disconnected (it may come back): the message was not \
+         delivered"
+    )]
+    RecipientAway { room: String, id: ParticipantId },
+}
+
+impl Refusal {
+    /// The machine-readable code clients branch on.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Refusal::NotJson { .. }
+            | Refusal::UnknownFrame { .. }
+            | Refusal::Binary
+            | Refusal::KindTooLong { .. } => ErrorCode::Malformed,
+            Refusal::Oversized { .. } => ErrorCode::Oversized,
+            Refusal::UnknownRoom { .. } => ErrorCode::UnknownRoom,
+            Refusal::RoomFull { .. } => ErrorCode::RoomFull,
+            Refusal::RateLimited { .. } => ErrorCode::RateLimited,
+            Refusal::VersionMismatch { .. } => ErrorCode::VersionMismatch,
+            Refusal::NotInRoom | Refusal::Superseded => ErrorCode::NotInRoom,
+            Refusal::AlreadyInRoom { .. } => ErrorCode::AlreadyInRoom,
+            Refusal::UnknownRecipient { .. } | Refusal::RecipientAway { .. } => {
+                ErrorCode::UnknownRecipient
+            }
+        }
+    }
+
+    /// The `Error` frame that tells the sender.
+    pub fn to_frame(&self) -> RelayFrame {
+        RelayFrame::Error { v: WIRE_VERSION, code: self.code(), message: self.to_string() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_bad_value_and_the_way_out() {
+        let mismatch = Refusal::VersionMismatch { got: 2 };
+        assert_eq!(mismatch.code(), ErrorCode::VersionMismatch);
+        assert!(mismatch.to_string().starts_with("this relay speaks wire v1, the frame says v2"));
+        let oversized = Refusal::Oversized { size: 2000, limit: 1024 };
+        assert!(oversized.to_string().contains("2000 bytes"));
+        assert!(oversized.to_string().contains("--max-frame-bytes"));
+        let frame = Refusal::UnknownRoom { room: "ZZZZZZ".into() }.to_frame();
+        let RelayFrame::Error { code, message, .. } = frame else { panic!("not an error frame") };
+        assert_eq!(code, ErrorCode::UnknownRoom);
+        assert!(message.contains("\"ZZZZZZ\""), "{message}");
+    }
+}

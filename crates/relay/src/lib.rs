@@ -1,0 +1,42 @@
+/*!
+capelab's relay: routes envelopes between the tabs of a room and serves the web app.
+
+Each browser tab is a participant in a room. The relay speaks the JSON wire format of
+[`capelab_core::wire`]: it assigns ids, announces presence, forwards `Send` frames as
+`Envelope`s with the sender's id filled in by the relay, and refuses bad frames with an `Error`
+to the sender alone. **It never decodes or logs a payload**: protocol traffic is end-to-end
+opaque base64, and routing reads only `room`, `from` and `to`.
+
+Code map:
+- [`server`]: routes (`/ws`, `/healthz`, the static app), shared state, [`serve`] and shutdown.
+- [`connection`]: one websocket's reader and writer tasks.
+- [`registry`]: rooms, seats, resume and routing, with no sockets or clock, unit-tested directly.
+- [`outbox`]: each connection's bounded outbound queue and the close codes.
+- [`limits`]: every bound, the per-connection token bucket, name and kind checks.
+- [`frame`]: JSON in and out, with the version check; [`error`]: refusals and their messages.
+- [`room_code`], [`resume`]: room codes and resume tokens; [`clock`]: the relay's time.
+- [`config`]: [`Config`]; [`lan`]: the classroom LAN address; [`log`]: the activity log.
+
+`main.rs` only parses flags, binds, prints the addresses and waits for Ctrl-C or SIGTERM.
+*/
+
+pub mod clock;
+pub mod config;
+pub mod connection;
+pub mod error;
+pub mod frame;
+pub mod lan;
+pub mod limits;
+pub mod log;
+pub mod outbox;
+pub mod registry;
+pub mod resume;
+pub mod room_code;
+pub mod server;
+
+pub use clock::{Clock, ManualClock};
+pub use config::{Config, ConfigError};
+pub use lan::lan_address;
+pub use limits::RelayLimits;
+pub use outbox::close_code;
+pub use server::{ServeError, serve, serve_with_shutdown};
