@@ -81,6 +81,19 @@ function startRelay() {
  */
 async function openTab(browser, label) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  // The tab's "network cable": remember every WebSocket the page opens, so the test can cut it.
+  // (Chromium's offline emulation blocks new connections but leaves open websockets alone, and
+  // CDP has no command to close one.) The subclass changes nothing else about WebSocket.
+  await context.addInitScript(() => {
+    const Native = window.WebSocket;
+    window.__e2eSockets = [];
+    window.WebSocket = class extends Native {
+      constructor(...args) {
+        super(...args);
+        window.__e2eSockets.push(this);
+      }
+    };
+  });
   const page = await context.newPage();
   const tab = { label, context, page, errors: [], allow: [] };
   page.on('pageerror', (err) => tab.errors.push(`pageerror: ${err.message}`));
@@ -100,6 +113,17 @@ function assertNoErrors(tabs) {
 
 async function shot(tab, name) {
   await tab.page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
+}
+
+/** Cuts a tab off the network: new connections fail, and its open websockets are closed. */
+async function unplug(tab) {
+  await tab.context.setOffline(true);
+  const closed = await tab.page.evaluate(() => {
+    const open = window.__e2eSockets.filter((ws) => ws.readyState === WebSocket.OPEN);
+    for (const ws of open) ws.close(4000, 'e2e: network cut');
+    return open.length;
+  });
+  assert.equal(closed, 1, 'the site had exactly one open websocket');
 }
 
 /** Waits until `selector` matches exactly `count` elements. */
@@ -171,8 +195,15 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
     joinLink = await page.inputValue('[data-testid="join-link"]');
     assert.equal(joinLink, `${base}/?room=${roomCode}`);
     await page.waitForSelector('[data-testid="join-qr"] svg', { timeout: STEP_TIMEOUT_MS });
+    // The Copy button puts the link on the clipboard.
+    await dashboard.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+    await page.click('[data-testid="copy-link"]');
+    await page.waitForSelector('[data-testid="copy-link"]:text-is("Copied")', { timeout: STEP_TIMEOUT_MS });
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), joinLink);
     await connectedState(dashboard);
     assert.equal((await page.textContent('[data-testid="site-count"]')).trim(), '0');
+    assert.ok(page.url().endsWith(`/?room=${roomCode}`), 'the address bar names the room');
+    await page.waitForSelector('[data-testid="loopback-hint"]', { timeout: STEP_TIMEOUT_MS });
     assertNoErrors(tabs);
   });
 
@@ -184,6 +215,7 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
       await tab.page.goto(joinLink);
       await tab.page.waitForSelector('#join-name', { timeout: STEP_TIMEOUT_MS });
       assert.equal(await tab.page.$('#join-code'), null, 'the code comes from the link');
+      if (sites.length === 0) await shot(tab, '02-join-link');
       await tab.page.fill('#join-name', name);
       await tab.page.click('[data-testid="join-room"]');
       const idText = await (await tab.page.waitForSelector('[data-testid="my-id"]', { timeout: STEP_TIMEOUT_MS })).textContent();
@@ -194,8 +226,10 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
     }
     const ids = sites.map((s) => s.id);
     assert.equal(new Set(ids).size, 3, `distinct ids: ${ids}`);
+    // A blank name is the relay's to fill ("site 4"); the app falls back to "Site 4" itself.
     const blank = sites[2];
-    await blank.tab.page.waitForSelector(`.me-name:text-is("Site ${blank.id}")`, { timeout: STEP_TIMEOUT_MS });
+    blank.shownAs = new RegExp(`^site ${blank.id}$`, 'i');
+    assert.match(await blank.tab.page.textContent('.me-name'), blank.shownAs);
     assertNoErrors(tabs);
   });
 
@@ -208,8 +242,9 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
     );
     assert.equal((await page.textContent('[data-testid="site-count"]')).trim(), '3');
     const names = await page.$$eval('[data-testid="site"] .peer-name', (els) => els.map((e) => e.textContent));
-    assert.deepEqual(names, ['Clinic North', 'Clinic South', `Site ${sites[2].id}`]);
-    await shot(dashboard, '02-dashboard-three-sites');
+    assert.deepEqual(names.slice(0, 2), ['Clinic North', 'Clinic South']);
+    assert.match(names[2], sites[2].shownAs);
+    await shot(dashboard, '03-dashboard-three-sites');
     assertNoErrors(tabs);
   });
 
@@ -222,7 +257,7 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
       assert.deepEqual(await presences(page, '[data-testid="peer"][data-role="site"]'), others);
       assert.match(await page.textContent('[data-testid="local-data"]'), /Local data/);
     }
-    await shot(sites[0].tab, '03-site');
+    await shot(sites[0].tab, '04-site');
     assertNoErrors(tabs);
   });
 
@@ -245,7 +280,7 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
         { timeout: STEP_TIMEOUT_MS },
       );
     }
-    await shot(dashboard, '04-dashboard-one-left');
+    await shot(dashboard, '05-dashboard-one-left');
     assertNoErrors(tabs);
   });
 
@@ -255,7 +290,7 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
     // Failed connection attempts while offline are logged by Chromium as console errors.
     site.tab.allow.push(/WebSocket connection to .* failed/);
 
-    await context.setOffline(true);
+    await unplug(site.tab);
     await page.waitForSelector('[data-testid="connection-state"][data-state="reconnecting"]', {
       timeout: STEP_TIMEOUT_MS,
     });
@@ -268,7 +303,7 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
     await page.waitForSelector('[data-testid="connection-state"]:text-matches("attempt [2-9]")', {
       timeout: STEP_TIMEOUT_MS,
     });
-    await shot(site.tab, '05-site-reconnecting');
+    await shot(site.tab, '06-site-reconnecting');
 
     await context.setOffline(false);
     await connectedState(site.tab);
@@ -284,9 +319,50 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
       `[data-testid="peer"][data-peer-id="${site.id}"][data-presence="present"]`,
       { timeout: STEP_TIMEOUT_MS },
     );
-    await shot(site.tab, '06-site-reconnected');
-    await shot(dashboard, '07-dashboard-after-reconnect');
+    await shot(site.tab, '07-site-reconnected');
+    await shot(dashboard, '08-dashboard-after-reconnect');
     site.tab.allow.length = 0;
+    assertNoErrors(tabs);
+  });
+
+  it('a reloaded site tab walks back in with the same id', async () => {
+    const site = sites[1];
+    await site.tab.page.reload();
+    await connectedState(site.tab);
+    assert.equal((await site.tab.page.textContent('[data-testid="my-id"]')).trim(), site.id);
+    await dashboard.page.waitForSelector(
+      `[data-testid="site"][data-peer-id="${site.id}"][data-presence="present"]`,
+      { timeout: STEP_TIMEOUT_MS },
+    );
+    await waitForCount(dashboard.page, '[data-testid="site"]', 3);
+    await waitForCount(dashboard.page, '[data-testid="site"][data-presence="present"]', 2);
+    assertNoErrors(tabs);
+  });
+
+  it('a reloaded dashboard keeps its room and sees the sites still there', async () => {
+    const { page } = dashboard;
+    const dashboardId = await sites[0].tab.page.getAttribute(
+      '[data-testid="peer"][data-role="dashboard"]',
+      'data-peer-id',
+    );
+    await page.reload();
+    await connectedState(dashboard);
+    assert.equal((await page.textContent('[data-testid="room-code"]')).trim(), roomCode);
+    // A fresh page knows only who is connected now: the two remaining sites.
+    await waitForCount(page, '[data-testid="site"][data-presence="present"]', 2);
+    assert.deepEqual(
+      Object.keys(await presences(page, '[data-testid="site"]')).sort(),
+      sites.slice(0, 2).map((s) => s.id).sort(),
+    );
+    // The sites saw the dashboard leave and come back as the same participant, not a second one.
+    for (const site of sites.slice(0, 2)) {
+      await site.tab.page.waitForSelector(
+        `[data-testid="peer"][data-role="dashboard"][data-peer-id="${dashboardId}"][data-presence="present"]`,
+        { timeout: STEP_TIMEOUT_MS },
+      );
+      await waitForCount(site.tab.page, '[data-testid="peer"][data-role="dashboard"]', 1);
+    }
+    await shot(dashboard, '09-dashboard-after-reload');
     assertNoErrors(tabs);
   });
 
@@ -295,12 +371,16 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
     tabs.push(tab);
     // A well-formed code of no room: only the one live room's code must be avoided.
     const unused = roomCode === 'ZZZZZZ' ? 'YYYYYY' : 'ZZZZZZ';
-    await tab.page.goto(`${base}/?room=${unused}`);
+    // Typed on the landing page the way people type: lower case, a space and a dash.
+    await tab.page.goto(`${base}/`);
+    const typed = `${unused.slice(0, 3).toLowerCase()} -${unused.slice(3).toLowerCase()}`;
+    await tab.page.fill('#join-code', typed);
     await tab.page.click('[data-testid="join-room"]');
     const notice = await tab.page.waitForSelector('[data-testid="connection-error"]', { timeout: STEP_TIMEOUT_MS });
     assert.match(await notice.textContent(), new RegExp(unused));
     await tab.page.waitForSelector('[data-testid="connection-state"][data-state="failed"]', { timeout: STEP_TIMEOUT_MS });
-    await shot(tab, '08-unknown-room');
+    assert.equal((await tab.page.textContent('[data-testid="site-room"]')).trim(), unused);
+    await shot(tab, '10-unknown-room');
     assertNoErrors(tabs);
   });
 });

@@ -3,7 +3,8 @@ capelab's browser app: each tab is a *site* or the *dashboard* (the aggregator) 
 
 Map: `app.rs` picks the screen; `routes/` holds the screens (landing, dashboard, site);
 `components/` small views; `session.rs` turns transport events into signals; `transport.rs` is the
-only file that touches the relay's websocket, `roster.rs` and `room_code.rs` are pure logic.
+only file that touches the relay's websocket; `saved_seat.rs` and `page_url.rs` keep a tab's seat
+across reloads; `roster.rs`, `room_code.rs` and `transport/link.rs` are pure logic, tested natively.
 Components render signals and never run protocol steps: protocols live in `capelab_core`.
 */
 
@@ -13,6 +14,7 @@ mod page_url;
 mod room_code;
 mod roster;
 mod routes;
+mod saved_seat;
 mod session;
 mod transport;
 

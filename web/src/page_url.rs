@@ -28,3 +28,29 @@ pub fn show_room_in_address_bar(code: Option<&str>) {
     // Only fails for cross-origin URLs, which this never builds.
     let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
 }
+
+/// Whether the page was opened as `localhost` / `127.x` / `[::1]`: a join link built from such an
+/// address works only on this machine.
+pub fn page_is_on_loopback() -> bool {
+    let host = web_sys::window().and_then(|w| w.location().hostname().ok()).unwrap_or_default();
+    is_loopback_host(&host)
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    host == "localhost" || host.starts_with("127.") || host == "[::1]" || host == "::1"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_host;
+
+    #[test]
+    fn loopback_hosts_are_recognised() {
+        for host in ["localhost", "127.0.0.1", "127.1.2.3", "[::1]"] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in ["192.168.1.20", "capelab.example", "10.0.0.127"] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
+}

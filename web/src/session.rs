@@ -6,6 +6,9 @@ that trigger and drains every waiting event into the signals the views render (c
 own identity, roster, relay refusals). The session lives as long as the component that started it:
 its owner's cleanup drops the transport, which closes the socket.
 
+On every `Welcome` the seat is saved for this tab and the address bar shows `?room=CODE`, so a
+reload walks back into the room as the same participant (`saved_seat.rs`).
+
 Protocol messages (`TransportEvent::Message`) have no consumer yet: the app shell runs no protocol.
 The protocol drivers that come later attach here, next to the roster.
 */
@@ -14,7 +17,9 @@ use capelab_core::transport::{Transport, TransportEvent};
 use capelab_core::wire::Peer;
 use leptos::prelude::*;
 
+use crate::page_url;
 use crate::roster::Roster;
+use crate::saved_seat::{self, SavedSeat};
 use crate::transport::{Hello, LinkStatus, WsTransport, relay_url};
 
 /// Older refusal messages are dropped: the user needs the recent ones, not a log.
@@ -80,9 +85,20 @@ impl RoomState {
             self.roster.update(|r| r.apply(&event));
             match event {
                 TransportEvent::Connected { room, you, .. } => {
+                    if let Some(identity) = transport.identity() {
+                        saved_seat::save(&SavedSeat {
+                            room: identity.room,
+                            role: identity.you.role,
+                            name: identity.you.name,
+                            resume: identity.resume,
+                        });
+                    }
+                    page_url::show_room_in_address_bar(Some(&room));
                     self.room.set(Some(room));
                     self.me.set(Some(you));
                 }
+                // A refusal before `Welcome` ends the link; its reason is the status, shown once.
+                TransportEvent::Refused { .. } if transport.status() != LinkStatus::Connected => {}
                 TransportEvent::Refused { message, .. } => {
                     self.refusals.update(|r| {
                         r.push(message);

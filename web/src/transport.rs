@@ -27,7 +27,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
 use web_sys::{CloseEvent, Event, MessageEvent, WebSocket};
 
-pub use link::{Hello, LinkStatus};
+pub use link::{Hello, Identity, LinkStatus};
 use link::{Link, Step};
 
 /// The relay's websocket address for the page's own origin: `ws(s)://{host}/ws`.
@@ -91,6 +91,11 @@ impl WsTransport {
 
     pub fn status(&self) -> LinkStatus {
         self.inner.borrow().link.status().clone()
+    }
+
+    /// Who we are in the room (with the resume token), once the relay welcomed us.
+    pub fn identity(&self) -> Option<Identity> {
+        self.inner.borrow().link.identity().cloned()
     }
 
     /// Leaves the room for good: closes the socket and stops reconnecting.

@@ -33,7 +33,9 @@ pub fn RelayNotices(state: RoomState) -> impl IntoView {
             .collect_view()
     };
     view! {
-        {failure}
-        <ul class="notices">{refusals}</ul>
+        <div class="notices">
+            {failure}
+            <ul class="notice-list">{refusals}</ul>
+        </div>
     }
 }

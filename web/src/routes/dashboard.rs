@@ -8,19 +8,20 @@ use crate::components::copy_link::CopyLink;
 use crate::components::presence_list::PresenceList;
 use crate::components::qr::QrCode;
 use crate::components::refusals::RelayNotices;
-use crate::page_url::join_link;
+use crate::page_url::{join_link, page_is_on_loopback};
 use crate::session::RoomState;
-use crate::transport::Hello;
+use crate::transport::{Hello, LinkStatus};
 
-/// Creates a room as its dashboard, named `name` (blank: "Dashboard").
+/// A room's dashboard: creates the room (`Hello::Create`), or re-enters it after a reload.
 #[component]
-pub fn Dashboard(name: String, leave: Callback<()>) -> impl IntoView {
-    let state = RoomState::start(Hello::Create { name });
+pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
+    let state = RoomState::start(hello);
     // Memos: a reconnect re-announces the same room, which must not rebuild the QR code.
     let room = Memo::new(move |_| state.room.get());
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let left =
         Memo::new(move |_| state.roster.with(|r| r.with_role(Role::Site).count()) - present.get());
+    let connected = move || state.status.get() == LinkStatus::Connected;
     let invite = move || {
         room.get().map(|code| {
             let link = join_link(&code);
@@ -29,6 +30,13 @@ pub fn Dashboard(name: String, leave: Callback<()>) -> impl IntoView {
                 <p class="room-code" data-testid="room-code">{code}</p>
                 <p class="label">"Join link"</p>
                 <CopyLink link=link.clone() />
+                {page_is_on_loopback().then(|| view! {
+                    <p class="hint" data-testid="loopback-hint">
+                        "This link only works on this computer. For other devices, open the "
+                        "dashboard at the classroom address the relay prints (start it with "
+                        <code>"--bind-all"</code> ")."
+                    </p>
+                })}
                 <QrCode text=link />
             }
         })
@@ -38,10 +46,14 @@ pub fn Dashboard(name: String, leave: Callback<()>) -> impl IntoView {
             <span class="brand">"capelab"</span>
             <span class="role-tag">"Dashboard"</span>
             <ConnectionBadge status=state.status />
-            <button type="button" class="button button-quiet" on:click=move |_| {
-                state.leave();
-                leave.run(());
-            }>
+            <button
+                type="button"
+                class="button button-quiet"
+                on:click=move |_| {
+                    state.leave();
+                    leave.run(());
+                }
+            >
                 "Leave"
             </button>
         </header>
@@ -53,17 +65,22 @@ pub fn Dashboard(name: String, leave: Callback<()>) -> impl IntoView {
                     <p class="muted">"Creating the room…"</p>
                 </Show>
             </section>
-            <section class="card sites">
-                <h2>
-                    "Sites "
-                    <span class="count" data-testid="site-count">{present}</span>
-                    " present"
-                    <Show when=move || { left.get() > 0 }>
-                        <span class="muted" data-testid="left-count">
-                            {move || format!(" · {} left", left.get())}
-                        </span>
-                    </Show>
+            <section class="card sites" class:stale=move || !connected()>
+                <h2 class="sites-heading">
+                    "Sites"
+                    <span class="summary">
+                        <span class="count" data-testid="site-count">{present}</span>
+                        " present"
+                        <Show when=move || { left.get() > 0 }>
+                            <span class="muted" data-testid="left-count">
+                                {move || format!(" · {} left", left.get())}
+                            </span>
+                        </Show>
+                    </span>
                 </h2>
+                <Show when=move || !connected() && room.get().is_some()>
+                    <p class="muted stale-note">"Last known while connected:"</p>
+                </Show>
                 <PresenceList
                     roster=state.roster
                     role=Role::Site

@@ -2,8 +2,11 @@
 
 use leptos::prelude::*;
 
+use capelab_core::wire::Role;
+
 use crate::app::Screen;
 use crate::room_code;
+use crate::transport::Hello;
 
 /// Both choices, or only the join form when the tab was opened from a join link.
 #[component]
@@ -53,7 +56,7 @@ fn CreateForm(go: Callback<Screen>) -> impl IntoView {
     let name = RwSignal::new(String::new());
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        go.run(Screen::Dashboard { name: name.get_untracked().trim().to_owned() });
+        go.run(Screen::Room(Hello::Create { name: name.get_untracked().trim().to_owned() }));
     };
     view! {
         <form class="form" on:submit=submit>
@@ -76,7 +79,12 @@ fn JoinForm(code: String, go: Callback<Screen>) -> impl IntoView {
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         match room_code::normalize(&typed_code.get_untracked()) {
-            Ok(room) => go.run(Screen::Site { room, name: name.get_untracked().trim().to_owned() }),
+            Ok(room) => go.run(Screen::Room(Hello::Join {
+                room,
+                role: Role::Site,
+                name: name.get_untracked().trim().to_owned(),
+                resume: None,
+            })),
             Err(err) => error.set(Some(err.to_string())),
         }
     };

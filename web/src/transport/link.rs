@@ -39,8 +39,9 @@ pub const CLOSE_SUPERSEDED: u16 = 4001;
 pub enum Hello {
     /// Create a new room and become its dashboard.
     Create { name: String },
-    /// Join an existing room by its code.
-    Join { room: String, role: Role, name: String },
+    /// Join an existing room by its code; with `resume`, as the identity that token names (a
+    /// reloaded tab). The relay treats an unknown or expired token as a new participant.
+    Join { room: String, role: Role, name: String, resume: Option<String> },
 }
 
 /// The connection as the user should see it.
@@ -119,6 +120,11 @@ impl Link {
         &self.status
     }
 
+    /// Who we are in the room, once welcomed (kept across reconnects).
+    pub fn identity(&self) -> Option<&Identity> {
+        self.identity.as_ref()
+    }
+
     /// A socket opened: say who we are.
     pub fn on_open(&mut self) -> Step {
         let frame = match (&self.identity, &self.hello) {
@@ -132,12 +138,12 @@ impl Link {
             (None, Hello::Create { name }) => {
                 ClientFrame::Create { v: WIRE_VERSION, name: name.clone() }
             }
-            (None, Hello::Join { room, role, name }) => ClientFrame::Join {
+            (None, Hello::Join { room, role, name, resume }) => ClientFrame::Join {
                 v: WIRE_VERSION,
                 room: room.clone(),
                 role: *role,
                 name: name.clone(),
-                resume: None,
+                resume: resume.clone(),
             },
         };
         Step { send: Some(to_json(&frame)), ..Step::default() }
@@ -373,8 +379,12 @@ mod tests {
     }
 
     fn joined_site() -> Link {
-        let mut link =
-            Link::new(Hello::Join { room: "K7QX2M".into(), role: Role::Site, name: "Ana".into() });
+        let mut link = Link::new(Hello::Join {
+            room: "K7QX2M".into(),
+            role: Role::Site,
+            name: "Ana".into(),
+            resume: None,
+        });
         link.on_open();
         link.on_text(&welcome(
             peer(2, Role::Site, "Ana"),
@@ -398,9 +408,33 @@ mod tests {
     }
 
     #[test]
+    fn a_reloaded_tab_presents_its_saved_token_on_the_first_socket() {
+        let mut link = Link::new(Hello::Join {
+            room: "K7QX2M".into(),
+            role: Role::Dashboard,
+            name: "Teacher".into(),
+            resume: Some("saved".into()),
+        });
+        assert_eq!(
+            sent(&link.on_open()),
+            ClientFrame::Join {
+                v: 1,
+                room: "K7QX2M".into(),
+                role: Role::Dashboard,
+                name: "Teacher".into(),
+                resume: Some("saved".into()),
+            }
+        );
+    }
+
+    #[test]
     fn welcome_connects_and_lists_only_the_others() {
-        let mut link =
-            Link::new(Hello::Join { room: "K7QX2M".into(), role: Role::Site, name: "Ana".into() });
+        let mut link = Link::new(Hello::Join {
+            room: "K7QX2M".into(),
+            role: Role::Site,
+            name: "Ana".into(),
+            resume: None,
+        });
         link.on_open();
         let me = peer(2, Role::Site, "Ana");
         let dash = peer(1, Role::Dashboard, "Teacher");
@@ -410,7 +444,7 @@ mod tests {
             vec![TransportEvent::Connected { room: "K7QX2M".into(), you: me, peers: vec![dash] }]
         );
         assert_eq!(link.status(), &LinkStatus::Connected);
-        assert_eq!(link.identity.as_ref().unwrap().resume, "token-1");
+        assert_eq!(link.identity().unwrap().resume, "token-1");
     }
 
     #[test]
@@ -458,8 +492,12 @@ mod tests {
 
     #[test]
     fn an_error_before_welcome_fails_for_good_and_reports_the_message() {
-        let mut link =
-            Link::new(Hello::Join { room: "NOPE".into(), role: Role::Site, name: String::new() });
+        let mut link = Link::new(Hello::Join {
+            room: "NOPE".into(),
+            role: Role::Site,
+            name: String::new(),
+            resume: None,
+        });
         link.on_open();
         let step = link.on_text(&error(ErrorCode::UnknownRoom, "no room NOPE"));
         assert_eq!(
