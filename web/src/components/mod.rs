@@ -1,0 +1,7 @@
+//! Small views that render signals; no protocol logic.
+
+pub mod connection_badge;
+pub mod copy_link;
+pub mod presence_list;
+pub mod qr;
+pub mod refusals;

@@ -1,0 +1,41 @@
+//! What went wrong, in the relay's own words: why the link gave up, and refused frames.
+
+use leptos::prelude::*;
+
+use crate::session::RoomState;
+use crate::transport::LinkStatus;
+
+/// Shows the reason the connection gave up (`data-testid="connection-error"`) and the messages of
+/// recently refused frames (`data-testid="relay-error"`). Renders nothing when all is well.
+#[component]
+pub fn RelayNotices(state: RoomState) -> impl IntoView {
+    let failure = move || match state.status.get() {
+        LinkStatus::Failed { reason } => Some(view! {
+            <p class="callout callout-error" data-testid="connection-error" role="alert">
+                {reason}
+            </p>
+        }),
+        _ => None,
+    };
+    let refusals = move || {
+        state
+            .refusals
+            .get()
+            .into_iter()
+            .map(|message| {
+                view! {
+                    <li class="callout callout-warn" data-testid="relay-error">
+                        "The relay refused a message: "
+                        {message}
+                    </li>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <div class="notices">
+            {failure}
+            <ul class="notice-list">{refusals}</ul>
+        </div>
+    }
+}

@@ -1,0 +1,122 @@
+/*!
+A room session for the views: the transport's events, drained into signals.
+
+[`RoomState::start`] opens a [`WsTransport`] whose `wake` notifies a [`Trigger`]; one effect tracks
+that trigger and drains every waiting event into the signals the views render (connection status,
+own identity, roster, relay refusals). The session lives as long as the component that started it:
+its owner's cleanup drops the transport, which closes the socket.
+
+On every `Welcome` the seat is saved for this tab and the address bar shows `?room=CODE`, so a
+reload walks back into the room as the same participant (`saved_seat.rs`).
+
+Protocol messages (`TransportEvent::Message`) have no consumer yet: the app shell runs no protocol.
+The protocol drivers that come later attach here, next to the roster.
+*/
+
+use capelab_core::transport::{Transport, TransportEvent};
+use capelab_core::wire::Peer;
+use leptos::prelude::*;
+
+use crate::page_url;
+use crate::roster::Roster;
+use crate::saved_seat::{self, SavedSeat};
+use crate::transport::{Hello, LinkStatus, WsTransport, relay_url};
+
+/// Older refusal messages are dropped: the user needs the recent ones, not a log.
+const MAX_REFUSALS_SHOWN: usize = 5;
+
+/// Everything a room view renders, as signals. `Copy`: pass it to any component.
+#[derive(Clone, Copy)]
+pub struct RoomState {
+    pub status: RwSignal<LinkStatus>,
+    /// The room code, once the relay welcomed us.
+    pub room: RwSignal<Option<String>>,
+    /// Our own identity in the room, once welcomed.
+    pub me: RwSignal<Option<Peer>>,
+    pub roster: RwSignal<Roster>,
+    /// Messages of frames the relay refused, newest last, for the user to read.
+    pub refusals: RwSignal<Vec<String>>,
+    transport: StoredValue<Option<WsTransport>, LocalStorage>,
+}
+
+impl RoomState {
+    /// Connects to the page's relay and enters a room as `hello` says. Call it inside a component:
+    /// the session ends when that component is unmounted.
+    pub fn start(hello: Hello) -> Self {
+        let status = RwSignal::new(LinkStatus::Connecting);
+        let state = RoomState {
+            status,
+            room: RwSignal::new(None),
+            me: RwSignal::new(None),
+            roster: RwSignal::new(Roster::default()),
+            refusals: RwSignal::new(Vec::new()),
+            transport: StoredValue::new_local(None),
+        };
+        let Some(url) = relay_url() else {
+            status.set(LinkStatus::Failed {
+                reason: "This page has no location to connect to.".into(),
+            });
+            return state;
+        };
+        let wake = Trigger::new();
+        let transport = WsTransport::connect(url, hello, move || wake.notify());
+        state.transport.set_value(Some(transport));
+        Effect::new(move || {
+            wake.track();
+            state.pump();
+        });
+        state
+    }
+
+    /// Leaves the room for good (closes the socket; no reconnect).
+    pub fn leave(&self) {
+        self.transport.with_value(|t| {
+            if let Some(t) = t {
+                t.leave();
+            }
+        });
+        self.pump();
+    }
+
+    /// Moves every waiting transport event into the signals.
+    fn pump(&self) {
+        let Some(mut transport) = self.transport.with_value(|t| t.clone()) else { return };
+        while let Some(event) = transport.poll_event() {
+            self.roster.update(|r| r.apply(&event));
+            match event {
+                TransportEvent::Connected { room, you, .. } => {
+                    if let Some(identity) = transport.identity() {
+                        saved_seat::save(&SavedSeat {
+                            room: identity.room,
+                            role: identity.you.role,
+                            name: identity.you.name,
+                            resume: identity.resume,
+                        });
+                    }
+                    page_url::show_room_in_address_bar(Some(&room));
+                    self.room.set(Some(room));
+                    self.me.set(Some(you));
+                }
+                // A refusal before `Welcome` ends the link; its reason is the status, shown once.
+                TransportEvent::Refused { .. } if transport.status() != LinkStatus::Connected => {}
+                TransportEvent::Refused { message, .. } => {
+                    self.refusals.update(|r| {
+                        r.push(message);
+                        let excess = r.len().saturating_sub(MAX_REFUSALS_SHOWN);
+                        r.drain(..excess);
+                    });
+                }
+                // No protocol runs in the app shell yet; see the module docs.
+                TransportEvent::Message { .. } => {}
+                TransportEvent::PeerJoined(_)
+                | TransportEvent::PeerRejoined(_)
+                | TransportEvent::PeerLeft(_)
+                | TransportEvent::Disconnected { .. } => {}
+            }
+        }
+        let status = transport.status();
+        if self.status.get_untracked() != status {
+            self.status.set(status);
+        }
+    }
+}
