@@ -10,6 +10,8 @@ Modules, one concept each:
 - [`wire`]: the relay-visible envelope and control frames.
 - [`transport`]: the one transport seam, and its in-memory implementation.
 - [`codec`]: protocol messages to bytes.
+- [`driver`]: the seam between any sans-IO protocol role and a transport ([`driver::Machine`],
+  [`driver::Driver`]).
 - [`rng`]: the CSPRNG for all privacy randomness, seeded from the OS or from a run seed.
 - [`fixed`]: reals into the masking ring Z_{2^64} (stochastic rounding, overflow refused up front).
 - [`special`]: normal tails and log-space helpers, accurate where δ lives.
@@ -24,6 +26,7 @@ Modules, one concept each:
 pub mod accountant;
 pub mod cape;
 pub mod codec;
+pub mod driver;
 pub mod fixed;
 pub mod gaussian;
 pub mod rng;
