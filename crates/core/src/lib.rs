@@ -19,6 +19,8 @@ Modules, one concept each:
 - [`cape`]: CAPE (seed 000 §III): zero-sum noise, site and aggregator steps, the conventional
   baseline, Theorem 1 with its errata, the asymmetric extension.
 - [`secagg`]: SecureAgg (Bonawitz et al.), site and aggregator as sans-IO state machines.
+- [`study`]: what a dashboard runs across sites, as site and aggregator roles built from the
+  above: the private mean ([`study::mean`], CAPE over SecureAgg, gated by each site's ledger).
 - [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, moments, basic
   and strong composition, collusion-aware view) and the per-site budget ledger.
 */
@@ -32,5 +34,6 @@ pub mod gaussian;
 pub mod rng;
 pub mod secagg;
 pub mod special;
+pub mod study;
 pub mod transport;
 pub mod wire;
