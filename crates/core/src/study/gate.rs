@@ -119,8 +119,12 @@ mod tests {
         let view = Rc::clone(&shared);
         shared.with_ledger(|l| spend(l, vec![release("a", 6.0, 3)])).unwrap();
         assert_eq!(view.borrow().entries().len(), 1);
+        // through `&mut` of an implementor, as a role generic over L would hold it
+        fn spend_through<L: LedgerAccess>(mut access: L) {
+            access.with_ledger(|l| spend(l, vec![release("a", 6.0, 3)])).unwrap();
+        }
         let mut arc = Arc::new(Mutex::new(ledger));
-        (&mut arc).with_ledger(|l| spend(l, vec![release("a", 6.0, 3)])).unwrap();
+        spend_through(&mut arc);
         assert_eq!(arc.lock().unwrap().entries().len(), 1);
         // a clock that restarted is clamped to the last entry
         assert_eq!(view.borrow().entries()[0].time_ms, 3);
