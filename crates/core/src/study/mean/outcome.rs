@@ -102,6 +102,7 @@ pub enum StudyPhase {
     /// Before answering `mean/start`.
     Invitation,
     /// Inside SecureAgg (phase 1): its round.
+    #[serde(rename = "secagg")]
     SecAgg { round: Phase },
     /// After the noise sum, before its release arrived (phase 2): breaks the zero sum.
     Release,
