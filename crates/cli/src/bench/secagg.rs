@@ -5,8 +5,8 @@
 A site's time in a round is its one `handle` call for the round's request (key generation, share
 encryption, masking, share lookup, with message encoding and decoding), averaged over the sites
 of the round. The aggregator's is the sum of its `handle` calls for the round's answers, including
-the call that closes the round (in R3: reconstruction and unmasking). Each cell reports the
-median and the minimum over the repetitions: other processes only ever add time, so the minimum
+the call that closes the round (in R3: reconstruction and unmasking). After one discarded warm-up
+run, each cell reports the median and the minimum over the repetitions: other processes only ever add time, so the minimum
 is the better estimate of the cost and the median shows the spread.
 
 The browser's figures come from `crates/core/tests/bench_wasm_secagg.rs` (the same workload in
@@ -237,6 +237,9 @@ fn measure_all(
         let dropped =
             if with_dropouts { s - Params::default_threshold(s as usize) as u32 } else { 0 };
         for &len in lengths {
+            // One discarded run first (caches, allocator), as in the browser, where it also
+            // lets V8 optimise the hot functions.
+            measure(s, len, dropped, u64::MAX)?;
             let runs: Vec<Vec<RoundTiming>> = (0..repetitions)
                 .map(|rep| {
                     eprintln!("S = {s}, D = {len}: repetition {}/{repetitions}", rep + 1);
