@@ -319,3 +319,23 @@ fn the_dashboard_can_stop_a_study() {
     );
     assert!(agg.stop(6, "again").is_empty());
 }
+
+#[test]
+fn a_decline_from_a_site_outside_the_running_attempt_is_refused() {
+    // sites 2, 3, 4 accept, site 5 declines: attempt 1 runs among 2, 3, 4
+    let params = StudyParams::new(vec![2, 3, 4, 5], 0.5, 1e-5, N_S).unwrap();
+    let (mut agg, _) = aggregator(params);
+    let study = agg.study();
+    let decline = encode(study, MeanBody::Decline(DeclineReason::Params("no".into())));
+    agg.handle(0, 5, &decline).unwrap();
+    for s in [2, 3, 4] {
+        agg.handle(0, s, &encode(study, MeanBody::Accept)).unwrap();
+    }
+    assert!(matches!(agg.phase(), AggregatorPhase::Summing { attempt: 1, .. }));
+    assert_eq!(agg.attempts()[0].invited, vec![2, 3, 4]);
+    assert!(matches!(
+        agg.handle(0, 5, &decline),
+        Err(StudyError::Inconsistent { from: 5, ref detail, .. }) if detail.contains("attempt 1")
+    ));
+    assert_eq!(agg.declined().len(), 1);
+}

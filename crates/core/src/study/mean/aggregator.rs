@@ -276,6 +276,14 @@ impl MeanAggregator {
                 if self.declined.iter().any(|d| d.site == from && d.attempt == attempt) {
                     return Err(StudyError::Duplicate { from, kind: got });
                 }
+                let invited = self.attempts.last().is_some_and(|a| a.invited.contains(&from));
+                if !invited {
+                    return Err(StudyError::Inconsistent {
+                        from,
+                        kind: got,
+                        detail: format!("site {from} is not part of attempt {attempt}"),
+                    });
+                }
                 let out = secagg.handle_departure(now_ms, from)?;
                 self.declined.push(Declined { site: from, attempt, reason });
                 Ok(self.after_secagg(now_ms, attempt, out))
