@@ -44,6 +44,18 @@ actual |U|; if the ledger refuses at that moment (another study spent meanwhile)
 [`LedgerAccess`](crate::study::gate::LedgerAccess), and [`MeanSite::spent`] lists what it
 recorded, for the driver to save.
 
+# Driving it
+Both roles are [`Machine`](crate::driver::Machine)s: wrap each in a
+[`Driver`](crate::driver::Driver) with the participant's transport, call `pump(now_ms)` whenever
+the transport has events, and for the aggregator `fire_timeout(now_ms)` from a timer set to
+`poll_timeout()`. Pass wall-clock milliseconds (`Date.now()`) as `now_ms` at the sites: ledger
+entries are stamped with it (never earlier than the ledger's last entry). The dashboard renders
+[`MeanAggregator::outcome`] ([`StudyOutcome`], serde) and, while the study runs,
+[`MeanAggregator::phase`], [`MeanAggregator::waiting_for`], [`MeanAggregator::attempts`] and
+[`MeanAggregator::secagg`]; a tab renders [`MeanSite::phase`], [`MeanSite::attempts`] (its own
+ê_s, e_s, â_s) and [`MeanSite::outcome`]. A tab can check its rows before joining with
+[`check_rows`], and show τ and z with [`StudyParams::noise`].
+
 # Decisions the spec leaves open
 - **ε ≥ 1**: accepted with the classical calibration and flagged ([`StudyOutcome::calibration_note`]);
   the analytic calibration is the choice that backs (ε, δ) there. The ledger is unaffected either

@@ -94,6 +94,9 @@ pub struct SiteAttempt {
 
 /// The site role of the private-mean study.
 ///
+/// One `MeanSite` runs one study: create it when a `mean/start` envelope arrives from the
+/// dashboard (then feed it that envelope), and a new one for the next study.
+///
 /// Call order (quinn style; [`Machine`] is the same contract):
 /// 1. [`MeanSite::new`] with the site's and the aggregator's ids, the rows, the ledger access and a
 ///    generator ([`crate::rng::Seed::Os`] in a browser).
