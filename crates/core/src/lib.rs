@@ -10,6 +10,8 @@ Modules, one concept each:
 - [`wire`]: the relay-visible envelope and control frames.
 - [`transport`]: the one transport seam, and its in-memory implementation.
 - [`codec`]: protocol messages to bytes.
+- [`driver`]: the seam between any sans-IO protocol role and a transport ([`driver::Machine`],
+  [`driver::Driver`]).
 - [`rng`]: the CSPRNG for all privacy randomness, seeded from the OS or from a run seed.
 - [`fixed`]: reals into the masking ring Z_{2^64} (stochastic rounding, overflow refused up front).
 - [`special`]: normal tails and log-space helpers, accurate where δ lives.
@@ -17,6 +19,8 @@ Modules, one concept each:
 - [`cape`]: CAPE (seed 000 §III): zero-sum noise, site and aggregator steps, the conventional
   baseline, Theorem 1 with its errata, the asymmetric extension.
 - [`secagg`]: SecureAgg (Bonawitz et al.), site and aggregator as sans-IO state machines.
+- [`study`]: what a dashboard runs across sites, as site and aggregator roles built from the
+  above: the private mean ([`study::mean`], CAPE over SecureAgg, gated by each site's ledger).
 - [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, moments, basic
   and strong composition, collusion-aware view) and the per-site budget ledger.
 */
@@ -24,10 +28,12 @@ Modules, one concept each:
 pub mod accountant;
 pub mod cape;
 pub mod codec;
+pub mod driver;
 pub mod fixed;
 pub mod gaussian;
 pub mod rng;
 pub mod secagg;
 pub mod special;
+pub mod study;
 pub mod transport;
 pub mod wire;

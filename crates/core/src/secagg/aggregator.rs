@@ -10,7 +10,6 @@ use rand_core::Rng;
 
 use super::config::{AggregatorConfig, Encoding, Params};
 use super::crypto::{SEALED_LEN, decode_public, decode_scalar, public_key};
-use super::driver::{Machine, Outgoing};
 use super::error::RoundError;
 use super::messages::{
     Body, DropReason, Dropout, KeyEntry, Phase, PublicKeys, RevealedShare, RingVec, SealedShares,
@@ -20,6 +19,7 @@ use super::prg::{Sign, apply_mask};
 use super::shamir;
 use super::site::{pairwise_seed, self_mask_seed};
 use crate::codec;
+use crate::driver::{Machine, Outgoing};
 use crate::rng::CapeRng;
 use crate::wire::{ParticipantId, To};
 

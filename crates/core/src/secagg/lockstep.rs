@@ -9,10 +9,10 @@ use std::collections::BTreeSet;
 
 use super::aggregator::{Aggregate, Aggregator};
 use super::config::AggregatorConfig;
-use super::driver::Outgoing;
 use super::error::{ConfigError, RoundError};
 use super::messages::Phase;
 use super::site::{Site, SiteInput};
+use crate::driver::Outgoing;
 use crate::rng::derive;
 use crate::wire::{ParticipantId, To};
 

@@ -28,7 +28,7 @@ Each role is a sans-IO state machine with the call order written on its type: [`
 (`start`, then `handle` / `handle_departure` / `handle_timeout`, `poll_timeout`, `outcome`) and
 [`Site`] (`new`, then `handle` / `handle_departure`, `outcome`). Both return [`Outgoing`]
 messages (`to`, `kind`, bytes) that go to any [`Transport`](crate::transport::Transport)
-unchanged. [`Driver`] (in `driver.rs`, protocol-agnostic) does that for one role and one
+unchanged. [`Driver`] ([`crate::driver`], protocol-agnostic) does that for one role and one
 transport; [`sim::Sim`] runs a whole room in memory with virtual time and scripted dropouts;
 [`lockstep::Lockstep`] drives the bare roles round by round for benchmarks.
 
@@ -52,7 +52,6 @@ transport; [`sim::Sim`] runs a whole room in memory with virtual time and script
 mod aggregator;
 mod config;
 mod crypto;
-mod driver;
 mod error;
 pub mod lockstep;
 pub mod messages;
@@ -64,9 +63,10 @@ mod site;
 #[cfg(test)]
 mod privacy_tests;
 
+/// Re-exported from [`crate::driver`], where the protocol-agnostic driver now lives.
+pub use crate::driver::{Driver, DriverEvent, Machine, Outgoing};
 pub use aggregator::{Aggregate, Aggregator, Membership};
 pub use config::{AggregatorConfig, Encoding, Params};
-pub use driver::{Driver, DriverEvent, Machine, Outgoing};
 pub use error::{ConfigError, RoundError};
 pub use messages::{DropReason, Dropout, Phase, SessionId};
 pub use site::{Site, SiteInput, SitePhase, SumResult};

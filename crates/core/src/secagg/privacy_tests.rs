@@ -10,12 +10,12 @@ use curve25519_dalek::Scalar;
 use super::aggregator::Aggregator;
 use super::config::{AggregatorConfig, Encoding, Params};
 use super::crypto::{SharePair, decode_public, decode_scalar, public_key};
-use super::driver::Outgoing;
 use super::messages::{Body, SecAggMessage, kind};
 use super::prg::{Sign, apply_mask};
 use super::shamir;
 use super::site::{Site, SiteInput, pairwise_seed, self_mask_seed};
 use crate::codec;
+use crate::driver::Outgoing;
 use crate::rng::derive;
 use crate::wire::{ParticipantId, To};
 

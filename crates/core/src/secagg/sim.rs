@@ -11,10 +11,10 @@
 
 use super::aggregator::{Aggregate, Aggregator};
 use super::config::{AggregatorConfig, Encoding, Params};
-use super::driver::{Driver, DriverEvent};
 use super::error::{ConfigError, RoundError};
 use super::messages::kind;
 use super::site::{Site, SiteInput, SitePhase, SumResult};
+use crate::driver::{Driver, DriverEvent};
 use crate::rng::derive;
 use crate::transport::{MemoryRoom, MemoryTransport, Transport, TransportEvent};
 use crate::wire::{ParticipantId, Role};

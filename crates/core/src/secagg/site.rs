@@ -12,7 +12,6 @@ use super::crypto::{
     self, KeyPair, Purpose, ROUND_MASKED_INPUT, ROUND_SHARE_KEYS, SharePair, agree, decode_public,
     derive_key, random_scalar,
 };
-use super::driver::{Machine, Outgoing};
 use super::error::{ConfigError, RoundError};
 use super::messages::{
     Body, Dropout, KeyEntry, Phase, PublicKeys, RevealedShare, RingVec, SealedShares,
@@ -21,6 +20,7 @@ use super::messages::{
 use super::prg::{Sign, apply_mask};
 use super::shamir;
 use crate::codec;
+use crate::driver::{Machine, Outgoing};
 use crate::fixed::FixedPoint;
 use crate::rng::CapeRng;
 use crate::wire::{ParticipantId, To};

@@ -1,14 +1,15 @@
 //! The seam between a sans-IO protocol role and a [`Transport`], and a small generic driver.
 //!
-//! A role ([`super::Site`], [`super::Aggregator`], and later any other protocol in this crate)
-//! implements [`Machine`]: it takes transport inputs and returns [`Outgoing`] messages. A
-//! [`Driver`] owns one transport and one role and moves events between them; the simulator, the
-//! CLI and the browser app use it unchanged (in the browser, call [`Driver::pump`] whenever the
-//! websocket delivers something and [`Driver::fire_timeout`] from a timer set to
-//! [`Machine::poll_timeout`]).
+//! A role (SecureAgg's [`Site`](crate::secagg::Site) and [`Aggregator`](crate::secagg::Aggregator),
+//! the private-mean study's [`MeanSite`](crate::study::mean::MeanSite) and
+//! [`MeanAggregator`](crate::study::mean::MeanAggregator)) implements [`Machine`]: it takes
+//! transport inputs and returns [`Outgoing`] messages. A [`Driver`] owns one transport and one
+//! role and moves events between them; the simulators, the CLI and the browser app use it
+//! unchanged (in the browser, call [`Driver::pump`] whenever the websocket delivers something and
+//! [`Driver::fire_timeout`] from a timer set to [`Machine::poll_timeout`]).
 //!
-//! Nothing here is specific to SecureAgg; it lives in this module until a second protocol needs
-//! it, and then moves to `crate::driver` as it is.
+//! Nothing here is specific to one protocol: a role that wraps another (the study wraps SecureAgg)
+//! is itself a [`Machine`] and forwards to the inner role's methods.
 
 use crate::transport::{Transport, TransportError, TransportEvent};
 use crate::wire::{ParticipantId, To};
