@@ -17,6 +17,9 @@ Modules, one concept each:
 - [`cape`]: CAPE (seed 000 §III): zero-sum noise, site and aggregator steps, the conventional
   baseline, Theorem 1 with its errata, the asymmetric extension.
 - [`secagg`]: SecureAgg (Bonawitz et al.), site and aggregator as sans-IO state machines.
+- [`data`]: numeric CSV tables, normalisation into FM's domain, splits, synthetic generators.
+- [`fm`]: the functional mechanism (Gaussian, Laplace, relaxed), capeFM and their baselines.
+- [`nn`]: CAPE gradient descent for a two-layer network, accounted over all iterations.
 - [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, moments, basic
   and strong composition, collusion-aware view) and the per-site budget ledger.
 */
@@ -24,8 +27,11 @@ Modules, one concept each:
 pub mod accountant;
 pub mod cape;
 pub mod codec;
+pub mod data;
 pub mod fixed;
+pub mod fm;
 pub mod gaussian;
+pub mod nn;
 pub mod rng;
 pub mod secagg;
 pub mod special;
