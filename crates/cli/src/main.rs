@@ -3,6 +3,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod account;
+mod fm;
+mod nn;
+mod plot;
 
 /// cape: capelab's protocols, natively.
 #[derive(Parser)]
@@ -17,10 +20,24 @@ enum Command {
     /// Privacy accounting: ε of J Gaussian releases under RDP, moments, basic and strong
     /// composition, the exact Gaussian curve, and CAPE's collusion-aware view.
     Account(account::AccountArgs),
+    /// Private linear or logistic regression with the functional mechanism: Gaussian, Laplace or
+    /// relaxed FM, output perturbation, capeFM across sites, and their baselines.
+    Fm(fm::FmArgs),
+    /// Averaged FM runs over ε, N or δ, written as CSV and figures (PNG and SVG).
+    FmSweep(fm::SweepArgs),
+    /// A two-layer network trained across sites with CAPE, the conventional scheme, or without
+    /// privacy; ε accounted over all iterations.
+    Nn(nn::NnArgs),
+    /// Averaged network runs over ε per iteration or N, written as CSV and figures.
+    NnSweep(nn::NnSweepArgs),
 }
 
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Account(args) => account::run(args),
+        Command::Fm(args) => fm::run(args),
+        Command::FmSweep(args) => fm::run_sweep(args),
+        Command::Nn(args) => nn::run(args),
+        Command::NnSweep(args) => nn::run_sweep(args),
     }
 }

@@ -131,17 +131,19 @@ fn every_mechanism_approaches_non_private_as_epsilon_grows() {
 
 #[test]
 fn gaussian_fm_beats_laplace_fm_at_the_same_epsilon() {
-    let (train, test, _) = regression(4000, 5, 4);
+    let (train, test, _) = regression(10_000, 5, 4);
     let (mut g, mut l) = (vec![], vec![]);
     for seed in 0..15 {
         let base =
-            FmConfig { seed, ..FmConfig::new(Model::Linear, Mechanism::Gaussian, 0.5, 1e-5) };
+            FmConfig { seed, ..FmConfig::new(Model::Linear, Mechanism::Gaussian, 1.0, 1e-5) };
         g.push(mse(&base, &train, &test));
         l.push(mse(&FmConfig { mechanism: Mechanism::Laplace, ..base }, &train, &test));
     }
     g.sort_by(f64::total_cmp);
     l.sort_by(f64::total_cmp);
-    assert!(g[7] < 0.5 * l[7], "median Gaussian {} vs Laplace {}", g[7], l[7]);
+    // At D = 5, N = 10⁴, ε = 1 the Laplace noise on Λ₂ (sd 0.01) swamps its small eigenvalues
+    // (about 1/60); the Gaussian noise (sd 5e-4) does not.
+    assert!(g[7] < 0.2 * l[7], "median Gaussian {} vs Laplace {}", g[7], l[7]);
 }
 
 #[test]
