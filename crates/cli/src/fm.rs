@@ -582,8 +582,13 @@ pub struct Point {
     pub err_w_mean: Option<f64>,
     pub epsilon_guaranteed: f64,
     pub delta_guaranteed: f64,
+    /// capeFM only: the exact ε at δ under Theorem 1's view (the guarantee is the full view's).
+    pub epsilon_theorem1: Option<f64>,
     pub all_trimmed_runs: usize,
 }
+
+/// The name of the reference row "predict 0" (ŵ = 0) in linear sweeps.
+const ZERO_PREDICTOR: &str = "zero_predictor";
 
 pub fn stats(values: &[f64]) -> (f64, f64, f64, f64, f64, f64) {
     let n = values.len() as f64;
@@ -650,9 +655,11 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
             data_args.samples = Some(x as usize);
         }
         let mut per: BTreeMap<usize, Vec<(f64, Evaluation, FmFit)>> = BTreeMap::new();
+        let mut zero = Vec::new();
         for r in 0..args.runs {
             let seed = c.seed + r;
             let data = load(&data_args, model.target_kind(), 0.1, seed, None)?;
+            zero.push(data.test.y.norm_squared() / data.test.len() as f64);
             for (k, &mech) in mechanisms.iter().enumerate() {
                 let cfg = config(c, mech, eps, delta, seed);
                 let result = fit(&cfg, &data.train)
@@ -686,10 +693,31 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
                 err_w_mean: (!err_w.is_empty()).then(|| stats(&err_w).0),
                 epsilon_guaranteed: g.epsilon,
                 delta_guaranteed: g.delta,
+                epsilon_theorem1: g.cape.as_ref().map(|v| v.theorem1.epsilon_exact),
                 all_trimmed_runs: runs
                     .iter()
                     .filter(|r| r.2.minimiser.as_ref().is_some_and(|m| m.all_trimmed))
                     .count(),
+            });
+        }
+        if model == Model::Linear {
+            let (mean, sd, se, median, min, max) = stats(&zero);
+            points.push(Point {
+                x,
+                mechanism: ZERO_PREDICTOR.into(),
+                runs: zero.len(),
+                mean,
+                sd,
+                se,
+                median,
+                min,
+                max,
+                train_loss_mean: f64::NAN,
+                err_w_mean: None,
+                epsilon_guaranteed: 0.0,
+                delta_guaranteed: 0.0,
+                epsilon_theorem1: None,
+                all_trimmed_runs: 0,
             });
         }
         eprintln!("  x = {x}: done ({} mechanisms × {} runs)", mechanisms.len(), args.runs);
@@ -733,7 +761,14 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
     let chart = metric_chart(model, axis, &title, &mechanisms, &points);
     files.extend(chart.write(&args.out.join(&stem)).map_err(|e| e.to_string())?);
     if args.sweep == SweepAxis::Epsilon {
-        let chart = guarantee_chart(&title, &mechanisms, &points);
+        let short = format!(
+            "{} regression, {} (D = {}), δ = {:e}",
+            if model == Model::Linear { "linear" } else { "logistic" },
+            probe.name,
+            probe.train.features(),
+            c.delta
+        );
+        let chart = guarantee_chart(&short, &mechanisms, &points);
         files.extend(
             chart.write(&args.out.join(format!("{stem}-guarantee"))).map_err(|e| e.to_string())?,
         );
@@ -744,11 +779,11 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
 fn write_csv(path: &Path, axis: &str, points: &[Point]) -> std::io::Result<()> {
     let mut s = format!(
         "{axis},mechanism,runs,mean,sd,se,median,min,max,train_loss_mean,err_w_mean,\
-         epsilon_guaranteed,delta_guaranteed,all_trimmed_runs\n"
+         epsilon_guaranteed,delta_guaranteed,epsilon_theorem1,all_trimmed_runs\n"
     );
     for p in points {
         s.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             p.x,
             p.mechanism,
             p.runs,
@@ -762,6 +797,7 @@ fn write_csv(path: &Path, axis: &str, points: &[Point]) -> std::io::Result<()> {
             p.err_w_mean.map_or(String::new(), |v| v.to_string()),
             p.epsilon_guaranteed,
             p.delta_guaranteed,
+            p.epsilon_theorem1.map_or(String::new(), |v| v.to_string()),
             p.all_trimmed_runs
         ));
     }
@@ -818,9 +854,21 @@ fn metric_chart(
                     })
                     .collect(),
                 dashed: *m == Mechanism::NonPrivate,
+                colour: Some(mechanism_colour(*m)),
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut series = series;
+    let zero: Vec<&Point> = points.iter().filter(|p| p.mechanism == ZERO_PREDICTOR).collect();
+    if !zero.is_empty() {
+        series.push(Series {
+            label: "predict 0 (ŵ = 0)".into(),
+            points: zero.iter().map(|p| (p.x, p.mean)).collect(),
+            band: vec![],
+            dashed: true,
+            colour: Some(8),
+        });
+    }
     let (x_label, x_log) = match axis {
         "epsilon" => ("ε (per site for cape / conv / local)", true),
         "samples" => ("training records N", true),
@@ -848,33 +896,72 @@ fn plot_value(model: Model, v: f64) -> f64 {
     }
 }
 
-/// The ε each mechanism actually guarantees at the target δ, against the requested ε.
+/// A fixed palette index per mechanism, so that every figure uses the same colours.
+fn mechanism_colour(m: Mechanism) -> usize {
+    // Indices into plot's Okabe–Ito palette; the pale yellow (7) goes to output perturbation,
+    // which is usually off the chart.
+    match m {
+        Mechanism::NonPrivate => 0,
+        Mechanism::Gaussian => 1,
+        Mechanism::Cape => 2,
+        Mechanism::Conventional => 3,
+        Mechanism::Local => 4,
+        Mechanism::Relaxed => 5,
+        Mechanism::Laplace => 6,
+        Mechanism::OutputPerturbation => 7,
+    }
+}
+
+/// The ε each mechanism actually guarantees at the target δ, against the requested ε. Mechanisms
+/// with the same curve share one line; capeFM adds Theorem 1's view next to its guarantee (the
+/// full adversary view).
 fn guarantee_chart(title: &str, mechanisms: &[Mechanism], points: &[Point]) -> LineChart {
-    let mut series: Vec<Series> = mechanisms
-        .iter()
-        .filter(|m| **m != Mechanism::NonPrivate)
-        .map(|m| Series {
-            label: m.paper_label().into(),
-            points: points
-                .iter()
-                .filter(|p| p.mechanism == m.name())
-                .map(|p| (p.x, p.epsilon_guaranteed))
-                .collect(),
+    let mut curves: Vec<(Vec<String>, Vec<(f64, f64)>, usize)> = Vec::new();
+    for m in mechanisms.iter().filter(|m| **m != Mechanism::NonPrivate) {
+        let mine: Vec<&Point> = points.iter().filter(|p| p.mechanism == m.name()).collect();
+        let curve: Vec<(f64, f64)> = mine.iter().map(|p| (p.x, p.epsilon_guaranteed)).collect();
+        let label = match m {
+            Mechanism::Cape => "cape-fm (full adversary view)".to_string(),
+            _ => m.paper_label().to_string(),
+        };
+        let same = |a: &[(f64, f64)], b: &[(f64, f64)]| {
+            a.len() == b.len()
+                && a.iter().zip(b).all(|(u, v)| (u.1 - v.1).abs() <= 1e-9 * u.1.abs().max(1e-300))
+        };
+        match curves.iter_mut().find(|c| same(&c.1, &curve)) {
+            Some(c) => c.0.push(label),
+            None => curves.push((vec![label], curve, mechanism_colour(*m))),
+        }
+        if *m == Mechanism::Cape {
+            let t1: Vec<(f64, f64)> =
+                mine.iter().filter_map(|p| Some((p.x, p.epsilon_theorem1?))).collect();
+            curves.push((vec!["cape-fm (Theorem 1 view)".into()], t1, 9));
+        }
+    }
+    let mut series: Vec<Series> = curves
+        .into_iter()
+        .map(|(labels, points, colour)| Series {
+            label: labels.join(" = "),
+            points,
             band: vec![],
             dashed: false,
+            colour: Some(colour),
         })
         .collect();
-    let xs: Vec<f64> = points.iter().map(|p| p.x).collect();
+    let mut xs: Vec<f64> = points.iter().map(|p| p.x).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
     series.push(Series {
         label: "requested ε".into(),
         points: xs.iter().map(|&x| (x, x)).collect(),
         band: vec![],
         dashed: true,
+        colour: Some(8),
     });
     LineChart {
-        title: format!("Guaranteed ε at the target δ — {title}"),
+        title: format!("Guaranteed ε: {title}"),
         x_label: "requested ε".into(),
-        y_label: "guaranteed ε (cape: full adversary view)".into(),
+        y_label: "ε guaranteed at the target δ".into(),
         x_log: true,
         y_log: true,
         series,

@@ -335,6 +335,11 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
                 NnMechanism::NonPrivate => "non-priv".into(),
             },
             dashed: *m == NnMechanism::NonPrivate,
+            colour: Some(match m {
+                NnMechanism::NonPrivate => 0,
+                NnMechanism::Cape => 2,
+                NnMechanism::Conventional => 3,
+            }),
             ..Default::default()
         });
         s.points.push((*x, mean));
@@ -390,7 +395,10 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
             ..Default::default()
         });
         let chart = LineChart {
-            title: format!("Overall ε of all {} iterations (exact), δ = {}", c.iterations, c.delta),
+            title: format!(
+                "Overall ε of all {} iterations (exact; ε = 0 not drawn), δ = {}",
+                c.iterations, c.delta
+            ),
             x_label: "ε per iteration".into(),
             y_label: "overall ε".into(),
             x_log: true,

@@ -74,6 +74,9 @@ pub struct Series {
     pub band: Vec<(f64, f64, f64)>,
     /// Draw dashed (e.g. a reference such as the non-private result).
     pub dashed: bool,
+    /// A fixed palette index (so one mechanism keeps its colour across figures); `None` uses the
+    /// series' position.
+    pub colour: Option<usize>,
 }
 
 /// Where the legend goes.
@@ -206,7 +209,7 @@ impl LineChart {
             .draw()
             .map_err(err("axes"))?;
         for (i, s) in self.series.iter().enumerate() {
-            let colour = series_colour(i);
+            let colour = series_colour(s.colour.unwrap_or(i));
             let band: Vec<(f64, f64, f64)> = s
                 .band
                 .iter()

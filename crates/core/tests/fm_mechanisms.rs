@@ -213,6 +213,40 @@ fn cape_guarantee_reproduces_the_spec_test_vector() {
     assert!(g.warnings.iter().any(|w| w.contains("not the calibration δ")));
 }
 
+/// A secure sum that counts its rounds and the sites in each: the seam a real SecureAgg round
+/// plugs into.
+struct Counting {
+    inner: IdealSecureSum,
+    rounds: Vec<(usize, usize)>,
+}
+
+impl capelab_core::cape::SecureSum for Counting {
+    type Error = <IdealSecureSum as capelab_core::cape::SecureSum>::Error;
+    fn sum(
+        &mut self,
+        shares: &[capelab_core::cape::NoiseShare],
+    ) -> Result<capelab_core::cape::NoiseSum, Self::Error> {
+        self.rounds.push((shares.len(), shares[0].ring.len()));
+        self.inner.sum(shares)
+    }
+}
+
+#[test]
+fn cape_fm_runs_one_secure_sum_per_noisy_block_through_the_seam() {
+    let (train, _, _) = regression(600, 4, 10);
+    let mut seam = Counting { inner: IdealSecureSum::new(), rounds: vec![] };
+    let c = FmConfig::new(Model::Linear, Mechanism::Cape, 0.5, 1e-5);
+    let via_seam = capelab_core::fm::fit_with(&c, &train, &mut seam).unwrap();
+    // Λ₀ (1 entry), Λ₁ (D = 4), Λ₂ (upper triangle, 10), each summed over S = 5 sites.
+    assert_eq!(seam.rounds, vec![(5, 1), (5, 4), (5, 10)]);
+    assert_eq!(via_seam, fit(&c, &train).unwrap(), "same seed, same result as the ideal sum");
+    let logistic = FmConfig::new(Model::Logistic, Mechanism::Cape, 0.5, 1e-5);
+    let labels = Dataset { x: train.x.clone(), y: train.y.map(|y| f64::from(y > 0.0)) };
+    let mut seam = Counting { inner: IdealSecureSum::new(), rounds: vec![] };
+    capelab_core::fm::fit_with(&logistic, &labels, &mut seam).unwrap();
+    assert_eq!(seam.rounds, vec![(5, 4), (5, 10)], "logistic Λ₀ carries no data: no round");
+}
+
 #[test]
 fn refusals_name_the_problem() {
     let (train, _, _) = regression(200, 3, 9);

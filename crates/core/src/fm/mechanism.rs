@@ -75,7 +75,7 @@ impl Mechanism {
             Mechanism::Gaussian => "gauss-fm",
             Mechanism::Laplace => "fm (Laplace)",
             Mechanism::Relaxed => "rlx-fm",
-            Mechanism::OutputPerturbation => "output pert. (\"objPert\")",
+            Mechanism::OutputPerturbation => "output pert. (objPert)",
             Mechanism::Cape => "cape-fm",
             Mechanism::Conventional => "conv",
             Mechanism::Local => "local",
