@@ -916,7 +916,7 @@ fn mechanism_colour(m: Mechanism) -> usize {
 /// with the same curve share one line; capeFM adds Theorem 1's view next to its guarantee (the
 /// full adversary view).
 fn guarantee_chart(title: &str, mechanisms: &[Mechanism], points: &[Point]) -> LineChart {
-    let mut curves: Vec<(Vec<String>, Vec<(f64, f64)>, usize)> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
     for m in mechanisms.iter().filter(|m| **m != Mechanism::NonPrivate) {
         let mine: Vec<&Point> = points.iter().filter(|p| p.mechanism == m.name()).collect();
         let curve: Vec<(f64, f64)> = mine.iter().map(|p| (p.x, p.epsilon_guaranteed)).collect();
@@ -928,26 +928,24 @@ fn guarantee_chart(title: &str, mechanisms: &[Mechanism], points: &[Point]) -> L
             a.len() == b.len()
                 && a.iter().zip(b).all(|(u, v)| (u.1 - v.1).abs() <= 1e-9 * u.1.abs().max(1e-300))
         };
-        match curves.iter_mut().find(|c| same(&c.1, &curve)) {
-            Some(c) => c.0.push(label),
-            None => curves.push((vec![label], curve, mechanism_colour(*m))),
+        match series.iter_mut().find(|c| same(&c.points, &curve)) {
+            Some(c) => c.label = format!("{} = {label}", c.label),
+            None => series.push(Series {
+                label,
+                points: curve,
+                colour: Some(mechanism_colour(*m)),
+                ..Default::default()
+            }),
         }
         if *m == Mechanism::Cape {
-            let t1: Vec<(f64, f64)> =
-                mine.iter().filter_map(|p| Some((p.x, p.epsilon_theorem1?))).collect();
-            curves.push((vec!["cape-fm (Theorem 1 view)".into()], t1, 9));
+            series.push(Series {
+                label: "cape-fm (Theorem 1 view)".into(),
+                points: mine.iter().filter_map(|p| Some((p.x, p.epsilon_theorem1?))).collect(),
+                colour: Some(9),
+                ..Default::default()
+            });
         }
     }
-    let mut series: Vec<Series> = curves
-        .into_iter()
-        .map(|(labels, points, colour)| Series {
-            label: labels.join(" = "),
-            points,
-            band: vec![],
-            dashed: false,
-            colour: Some(colour),
-        })
-        .collect();
     let mut xs: Vec<f64> = points.iter().map(|p| p.x).collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup();
