@@ -153,8 +153,12 @@ fn sweep_writes_csv_png_and_svg() {
     let csv = std::fs::read_to_string(dir.join(format!("{stem}.csv"))).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert!(lines[0].starts_with("epsilon,mechanism,runs,mean"));
-    assert_eq!(lines.len(), 1 + 2 * 4, "{csv}");
+    // Four mechanisms and the predict-0 reference at each of the two ε.
+    assert_eq!(lines.len(), 1 + 2 * 5, "{csv}");
     assert!(lines.iter().any(|l| l.starts_with("0.1,cape,2,")));
+    assert!(lines.iter().any(|l| l.starts_with("1,zero_predictor,2,")));
+    let nonprivate = lines.iter().find(|l| l.starts_with("1,nonprivate,")).unwrap();
+    assert!(nonprivate.split(',').nth(3).unwrap().contains("e-"), "tiny MSE in exponent form");
     for ext in ["png", "svg"] {
         for name in [stem.to_string(), format!("{stem}-guarantee")] {
             let bytes = std::fs::read(dir.join(format!("{name}.{ext}"))).unwrap();
