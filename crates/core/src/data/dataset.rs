@@ -23,6 +23,11 @@ pub enum DatasetError {
     TooFewRecords { records: usize, sites: usize, min: usize },
     #[error("the number of sites must be at least 1, got {0}")]
     NoSites(usize),
+    #[error(
+        "{records} records leave an empty training or test set at test fraction {test_fraction}; \
+         use more records"
+    )]
+    SplitTooSmall { records: usize, test_fraction: f64 },
 }
 
 /// Features (N×D, one record per row) and targets (N).
@@ -87,7 +92,7 @@ impl Dataset {
         let n = self.len();
         let train = ((1.0 - test_fraction) * n as f64).ceil() as usize;
         if train == 0 || train >= n {
-            return Err(DatasetError::TooFewRecords { records: n, sites: 2, min: 1 });
+            return Err(DatasetError::SplitTooSmall { records: n, test_fraction });
         }
         let all = self.shuffled(seed);
         let idx: Vec<usize> = (0..n).collect();
