@@ -949,12 +949,18 @@ fn guarantee_chart(title: &str, mechanisms: &[Mechanism], points: &[Point]) -> L
             }),
         }
         if *m == Mechanism::Cape {
-            series.push(Series {
-                label: "cape-fm (Theorem 1 view)".into(),
-                points: mine.iter().filter_map(|p| Some((p.x, p.epsilon_theorem1?))).collect(),
-                colour: Some(9),
-                ..Default::default()
-            });
+            let t1: Vec<(f64, f64)> =
+                mine.iter().filter_map(|p| Some((p.x, p.epsilon_theorem1?))).collect();
+            match series.iter_mut().find(|c| same(&c.points, &t1)) {
+                // S_C = 0 (e.g. S = 3): the two views coincide.
+                Some(c) => c.label = format!("{} = cape-fm (Theorem 1 view)", c.label),
+                None => series.push(Series {
+                    label: "cape-fm (Theorem 1 view)".into(),
+                    points: t1,
+                    colour: Some(9),
+                    ..Default::default()
+                }),
+            }
         }
     }
     let mut xs: Vec<f64> = points.iter().map(|p| p.x).collect();
