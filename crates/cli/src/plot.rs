@@ -46,6 +46,14 @@ fn err<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> PlotError + '_ {
     move |e| PlotError(format!("{what}: {e}"))
 }
 
+/// `stem` + "." + `ext`, keeping any dots already in the stem (e.g. "eps0.01").
+fn with_suffix(stem: &Path, ext: &str) -> PathBuf {
+    let mut name = stem.as_os_str().to_owned();
+    name.push(".");
+    name.push(ext);
+    PathBuf::from(name)
+}
+
 /// Okabe–Ito colours (distinguishable with colour-vision deficiencies), then a few more.
 const PALETTE: [RGBColor; 10] = [
     RGBColor(0, 114, 178),
@@ -111,8 +119,8 @@ impl LineChart {
     /// Writes `<stem>.png` and `<stem>.svg`; returns both paths.
     pub fn write(&self, stem: &Path) -> Result<Vec<PathBuf>, PlotError> {
         ensure_font();
-        let png = stem.with_extension("png");
-        let svg = stem.with_extension("svg");
+        let png = with_suffix(stem, "png");
+        let svg = with_suffix(stem, "svg");
         {
             let root = BitMapBackend::new(&png, CHART_SIZE).into_drawing_area();
             self.draw(&root)?;
@@ -439,8 +447,8 @@ impl HeatmapGrid {
             }
         }
         let size = self.size();
-        let png = stem.with_extension("png");
-        let svg = stem.with_extension("svg");
+        let png = with_suffix(stem, "png");
+        let svg = with_suffix(stem, "svg");
         {
             let root = BitMapBackend::new(&png, size).into_drawing_area();
             self.draw(&root)?;
@@ -574,6 +582,7 @@ mod tests {
         assert_eq!(tick_label(-5.0, true), "1e-5");
         assert_eq!(tick_label(5e-4, false), "0.0005");
         assert_eq!(tick_label(0.25, false), "0.25");
+        assert_eq!(with_suffix(Path::new("d/nn-eps0.01"), "png"), Path::new("d/nn-eps0.01.png"));
         assert_eq!(tick_label(2.5e6, false), "2.5e6");
     }
 
