@@ -561,7 +561,7 @@ pub struct SweepArgs {
     /// Output directory for the CSV and figures.
     #[arg(long, value_name = "DIR", default_value = "figures")]
     pub out: PathBuf,
-    /// File name stem (default: fm-<model>-<data>-vs-<axis>).
+    /// File name stem (default: fm-MODEL-DATA-vs-AXIS).
     #[arg(long)]
     pub name: Option<String>,
 }

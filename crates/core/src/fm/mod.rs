@@ -20,7 +20,7 @@ Code map, one concept per file:
 - [`nonprivate`]: the exact fits.
 - [`minimise`]: spectral trimming with a reported floor, ridge and projection.
 - [`guarantee`]: the (ε, δ) actually guaranteed, and how.
-- [`fit`]: one run end to end and its evaluation.
+- [`mod@fit`]: one run end to end and its evaluation.
 - [`error`]: why a run was refused.
 */
 

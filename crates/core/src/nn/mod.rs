@@ -4,7 +4,7 @@ of all iterations accounted (seed 002 reports ε per iteration only).
 
 - [`network`]: the ReLU/sigmoid network, its cross-entropy gradients and per-example clipping.
 - [`adam`]: the optimiser (post-processing of the noisy gradients).
-- [`train`]: the distributed loop: CAPE, conventional, or non-private aggregation per iteration.
+- [`mod@train`]: the distributed loop: CAPE, conventional, or non-private aggregation per iteration.
 - [`privacy`]: ε over all iterations (RDP both conversions, exact Gaussian composition) under the
   aggregator's, Theorem 1's and the full adversary view.
 */
