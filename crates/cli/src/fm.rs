@@ -102,7 +102,9 @@ pub struct DataArgs {
     /// Number of features D of the synthetic data (default 20 for fm, 50 for nn).
     #[arg(long = "features", value_name = "D")]
     pub features: Option<usize>,
-    /// Training records N (synthetic: generated; real data: a subsample of the training part).
+    /// Records N. Synthetic data: fm generates N training records (default 10 000) plus N/9 for
+    /// testing; nn generates N in all (default 10 000), split 70/30. Real data: a subsample of N
+    /// training records.
     #[arg(long, value_name = "N")]
     pub samples: Option<usize>,
     /// The target column of a CSV.
