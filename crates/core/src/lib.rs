@@ -11,9 +11,17 @@ Modules, one concept each:
 - [`transport`]: the one transport seam, and its in-memory implementation.
 - [`codec`]: protocol messages to bytes.
 - [`rng`]: the CSPRNG for all privacy randomness, seeded from the OS or from a run seed.
+- [`fmri`]: synthetic fMRI with ground truth, normalisation, CSV/NPY matrix loading.
+- [`pca`]: capePCA (Algorithm 3) and the projection/whitening for ICA.
+- [`djica`]: capeDJICA (Algorithm 4) and its baselines, site and aggregator sides.
+- [`ica_quality`]: q_NGI, component matching, principal cosines.
 */
 
 pub mod codec;
+pub mod djica;
+pub mod fmri;
+pub mod ica_quality;
+pub mod pca;
 pub mod rng;
 pub mod transport;
 pub mod wire;
