@@ -70,6 +70,15 @@ fn fast_gradient_equals_the_literal_algorithm() {
     assert!((&got.g - &g_ref).norm() < 1e-12 * scale, "{}", (&got.g - &g_ref).norm());
     assert!((&got.h - &h_ref).norm() < 1e-13);
 
+    // The f32 path on the same (f32-representable) data agrees to f32 accuracy.
+    let x32 = x.map(|v| v as f32);
+    let (g32_ref, h32_ref, norms32) = reference(&x32.map(f64::from), &w, &b, bounds);
+    let got32 = site_gradient(&x32, &w, &b, bounds, &mut GradientWorkspace::with_block(r, 100));
+    let clipped32 = norms32.iter().filter(|&&v| v > bounds.gradient).count();
+    assert_eq!(got32.clipped, clipped32);
+    assert!((&got32.g - &g32_ref).norm() < 1e-5 * scale, "{}", (&got32.g - &g32_ref).norm());
+    assert!((&got32.h - &h32_ref).norm() < 1e-6);
+
     // A second call with the same workspace (reuse) and a different block size agree.
     let again = site_gradient(&x, &w, &b, bounds, &mut GradientWorkspace::with_block(r, 1000));
     assert!((&again.g - &got.g).norm() < 1e-12 * scale);
@@ -110,12 +119,16 @@ proptest! {
         let b = random_matrix(seed + 2, r, 1, 1.0).column(0).into_owned();
         let bounds = ClipBounds { gradient: bound, bias: bound.sqrt() };
         let mut ws = GradientWorkspace::with_block(r, 16);
-        // One sample alone: its clipped gradient is the mean.
+        let mut ws32 = GradientWorkspace::<f32>::with_block(r, 16);
+        // One sample alone: its clipped gradient is the mean, in either precision.
         for j in 0..n {
             let single = x.columns(j, 1).into_owned();
             let g = site_gradient(&single, &w, &b, bounds, &mut ws);
             prop_assert!(g.g.norm() <= bound * (1.0 + 1e-12), "{} > {}", g.g.norm(), bound);
             prop_assert!(g.h.norm() <= bounds.bias * (1.0 + 1e-12));
+            let g32 = site_gradient(&single.map(|v| v as f32), &w, &b, bounds, &mut ws32);
+            prop_assert!(g32.g.norm() <= bound * (1.0 + 1e-12), "f32: {} > {}", g32.g.norm(), bound);
+            prop_assert!(g32.h.norm() <= bounds.bias * (1.0 + 1e-12));
         }
         let before = site_gradient(&x, &w, &b, bounds, &mut ws);
         let mut replaced = x.clone();
@@ -147,4 +160,35 @@ fn sensitivities_are_as_the_spec_states() {
     assert!((s.tau_g / 4.0 - 1.457).abs() < 1e-3, "{}", s.tau_g / 4.0);
     // Ragged subjects: the largest subject sets the subject-level sensitivity.
     assert!((mean_sensitivity(PrivacyUnit::Subject, 1.0, 1000, 300) - 0.6).abs() < 1e-15);
+}
+
+#[test]
+fn clip_decisions_match_the_literal_algorithm_for_many_weight_shapes() {
+    // The fast path skips the exact norm when a bound on σ_max(W) proves the clip cannot bind;
+    // whatever W looks like (near-orthogonal, ill-conditioned, tiny, huge), the clip count and
+    // the gradient must equal the literal computation.
+    let (r, n) = (6, 300);
+    let x = random_matrix(11, r, n, 1.5);
+    let b = DVector::from_element(r, 0.05);
+    for (k, scale) in [0.01, 0.3, 1.0, 3.0, 20.0].into_iter().enumerate() {
+        let mut w = random_matrix(20 + k as u64, r, r, 0.2) + DMatrix::identity(r, r);
+        w.row_mut(0).scale_mut(5.0); // ill-conditioned
+        let w = w * scale;
+        let (_, _, mut norms) =
+            reference(&x, &w, &b, ClipBounds { gradient: f64::INFINITY, bias: f64::INFINITY });
+        norms.sort_by(f64::total_cmp);
+        // A third of the samples clipped (the block path for exact norms) and 3 in 300 (the
+        // per-sample path).
+        for index in [2 * n / 3, n - 4] {
+            let bounds = ClipBounds {
+                gradient: 0.5 * (norms[index] + norms[index + 1]),
+                bias: 30f64.sqrt(),
+            };
+            let (g_ref, _, _) = reference(&x, &w, &b, bounds);
+            let got = site_gradient(&x, &w, &b, bounds, &mut GradientWorkspace::with_block(r, 64));
+            assert_eq!(got.clipped, n - index - 1, "scale {scale}");
+            assert!(got.exact_norms >= got.clipped);
+            assert!((&got.g - &g_ref).norm() <= 1e-11 * g_ref.norm().max(1.0), "scale {scale}");
+        }
+    }
 }

@@ -20,7 +20,7 @@ use super::calibration::{GaussianLevel, PrivacyUnit};
 use super::gradient::ClipBounds;
 use super::noise::{NoiseError, NoiseScheme, ZeroSumNoise};
 use super::schedule::{RateController, Schedule, Verdict};
-use super::site::{DjicaAggregator, DjicaSite, SiteNoiseScales, aggregate};
+use super::site::{DjicaAggregator, DjicaSite, Precision, SiteNoiseScales, aggregate};
 use crate::ica_quality::q_ngi;
 use crate::rng::Seed;
 use nalgebra::{DMatrix, DVector};
@@ -86,6 +86,8 @@ pub struct DjicaConfig {
     pub tolerance: f64,
     /// The learning-rate schedule; `None` picks [`Method::default_schedule`].
     pub schedule: Option<Schedule>,
+    /// The precision of the sites' per-sample arithmetic.
+    pub precision: Precision,
 }
 
 impl Default for DjicaConfig {
@@ -101,6 +103,7 @@ impl Default for DjicaConfig {
             max_iterations: 1000,
             tolerance: 1e-6,
             schedule: None,
+            precision: Precision::default(),
         }
     }
 }
@@ -268,7 +271,12 @@ pub fn run_djica(
                 site.x.ncols(),
                 site.max_subject_len,
             );
-            DjicaSite::new(site.x, scales, seed.rng(&format!("site/{s}/djica-noise")))
+            DjicaSite::new(
+                site.x,
+                config.precision,
+                scales,
+                seed.rng(&format!("site/{s}/djica-noise")),
+            )
         })
         .collect();
     let scales: Vec<SiteNoiseScales> = djica_sites.iter().map(DjicaSite::scales).collect();

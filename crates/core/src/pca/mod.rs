@@ -26,10 +26,11 @@ mod subspace;
 pub use subspace::{PcaError, PrincipalSubspace, Whitening};
 
 use crate::djica::calibration::{GaussianLevel, PrivacyUnit};
+use crate::djica::gemm::{Operand, Output, gemm};
 use crate::djica::noise::{NoiseScheme, ZeroSumNoise, site_noise};
 use crate::fmri::SiteData;
 use crate::rng::{CapeRng, Seed};
-use nalgebra::{DMatrix, DMatrixView};
+use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
 
 /// The sensitivity model of a site's covariance release.
@@ -99,8 +100,13 @@ pub struct PcaResult {
 pub fn site_covariance(x: &DMatrix<f64>) -> DMatrix<f64> {
     let (d, n) = x.shape();
     let mut c = DMatrix::zeros(d, d);
-    let x_t = DMatrixView::from_slice_with_strides(x.as_slice(), n, d, d, 1);
-    c.gemm(1.0 / n as f64, x, &x_t, 0.0);
+    gemm(
+        1.0 / n as f64,
+        Operand::col_major(x.as_slice(), d, n),
+        Operand::transposed(x.as_slice(), d, n),
+        0.0,
+        Output::col_major(c.as_mut_slice(), d, d, d),
+    );
     c
 }
 
