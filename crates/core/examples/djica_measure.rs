@@ -59,6 +59,7 @@ fn main() {
         "run" => run(&kv),
         "profile" => profile_parts(),
         "hot" => hot(&kv),
+        "sweep" => sweep(&kv),
         other => eprintln!("unknown mode {other}: use speed or run"),
     }
 }
@@ -355,5 +356,122 @@ fn hot(kv: &HashMap<String, String>) {
         for _ in 0..reps {
             std::hint::black_box(site_gradient(&x32, &w, &b, ClipBounds::default(), &mut ws));
         }
+    }
+}
+
+/// q_NGI for several methods × ε_i × seeds on one study per seed, with non-private PCA computed
+/// once per seed (site 0 alone for local). `methods=cape,conventional,local`, `eps=0.5,2,8`.
+fn sweep(kv: &HashMap<String, String>) {
+    use capelab_core::djica::NoiseScheme;
+    use capelab_core::djica::{ProjectedSite, run_djica};
+    use capelab_core::pca::{CovarianceSensitivity, PcaConfig, cape_pca};
+    let methods: Vec<Method> = kv
+        .get("methods")
+        .map(String::as_str)
+        .unwrap_or("cape,conventional,local")
+        .split(',')
+        .map(|m| match m {
+            "cape" => Method::Cape,
+            "conventional" => Method::Conventional,
+            "local" => Method::Local,
+            "nonprivate" => Method::NonPrivate,
+            "pooled" => Method::PooledNonPrivate,
+            m => panic!("unknown method {m}"),
+        })
+        .collect();
+    let eps_list: Vec<f64> = kv
+        .get("eps")
+        .map(String::as_str)
+        .unwrap_or("0.5")
+        .split(',')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let unit = match kv.get("unit").map(String::as_str).unwrap_or("subject") {
+        "timepoint" => PrivacyUnit::TimePoint,
+        _ => PrivacyUnit::Subject,
+    };
+    let schedule = match kv.get("schedule").map(String::as_str).unwrap_or("auto") {
+        "auto" => None,
+        "anneal" => Some(Schedule::RUNICA),
+        "constant" => Some(Schedule::Constant),
+        s if s.starts_with("decay:") => {
+            Some(Schedule::Decay { half_life: s[6..].parse().unwrap() })
+        }
+        s => panic!("unknown schedule {s}"),
+    };
+    let subjects: usize = get(kv, "subjects", 256);
+    let sites: usize = get(kv, "sites", 4);
+    let seeds: u64 = get(kv, "seeds", 3);
+    let mut synth = match kv.get("preset").map(String::as_str).unwrap_or("well") {
+        "paper" => SyntheticConfig::paper_like(subjects, sites),
+        _ => SyntheticConfig::well_conditioned(subjects, sites),
+    };
+    synth.grid = get(kv, "grid", synth.grid);
+    synth.components = get(kv, "components", synth.components);
+    let mut table: Vec<(Method, f64, Vec<f64>)> = Vec::new();
+    for seed in 1..=seeds {
+        let study = generate(&synth, seed).unwrap();
+        let r = synth.components;
+        let pca_for = |sites: &[capelab_core::fmri::SiteData]| {
+            let mut unused = IdealZeroSumNoise::new(Seed::Fixed(seed), sites.len());
+            let cfg = PcaConfig {
+                components: r,
+                scheme: NoiseScheme::None,
+                level: GaussianLevel { epsilon: 1.0, delta: 1e-5 },
+                sensitivity: CovarianceSensitivity::default(),
+            };
+            let res = cape_pca(sites, &cfg, Seed::Fixed(seed), &mut unused).unwrap();
+            res.subspace.projection(Whitening::Runica).unwrap()
+        };
+        let k_all = pca_for(&study.sites);
+        let k_local = pca_for(&study.sites[..1]);
+        for &method in &methods {
+            let k = if method == Method::Local { &k_local } else { &k_all };
+            let a_eff = k * &study.mixing;
+            for &eps in &eps_list {
+                let projected: Vec<ProjectedSite> = study
+                    .sites
+                    .iter()
+                    .map(|s| ProjectedSite { x: k * &s.x, max_subject_len: s.max_subject_len() })
+                    .collect();
+                let config = DjicaConfig {
+                    method,
+                    unit,
+                    level: GaussianLevel { epsilon: eps, delta: get(kv, "delta", 1e-2) },
+                    initial_rate: get(kv, "rate", 0.5),
+                    max_iterations: get(kv, "jmax", 1000),
+                    schedule,
+                    ..DjicaConfig::default()
+                };
+                let mut noise = IdealZeroSumNoise::new(Seed::Fixed(seed), sites);
+                let t = Instant::now();
+                let res = run_djica(
+                    projected,
+                    &config,
+                    Seed::Fixed(seed),
+                    &mut noise,
+                    Some(&a_eff),
+                    &mut |_| {},
+                )
+                .unwrap();
+                let q = res.q.unwrap();
+                println!(
+                    "seed {seed} {method:?} eps {eps}: q = {q:.4} (J* {}, {:.1} s)",
+                    res.privacy.iterations,
+                    t.elapsed().as_secs_f64()
+                );
+                match table.iter_mut().find(|(m, e, _)| *m == method && *e == eps) {
+                    Some(row) => row.2.push(q),
+                    None => table.push((method, eps, vec![q])),
+                }
+            }
+        }
+    }
+    println!("method, eps_i, mean q, min, max, seeds");
+    for (m, e, qs) in &table {
+        let mean = qs.iter().sum::<f64>() / qs.len() as f64;
+        let min = qs.iter().cloned().fold(f64::INFINITY, f64::min);
+        let max = qs.iter().cloned().fold(0.0, f64::max);
+        println!("{m:?}, {e}, {mean:.4}, {min:.4}, {max:.4}, {}", qs.len());
     }
 }
