@@ -70,7 +70,7 @@ fn releases_are_symmetric_and_cape_noise_averages_s_times_lower_than_conventiona
     let (d, sites, tau) = (40, 4, 1.0);
     let cov = DMatrix::<f64>::zeros(d, d);
     let entries = upper_len(d) as f64;
-    let mut variance = |scheme: NoiseScheme| {
+    let variance = |scheme: NoiseScheme| {
         let mut source = IdealZeroSumNoise::new(Seed::Fixed(5), sites);
         let shares = source.draw(&[tau; 4], upper_len(d)).unwrap();
         let releases: Vec<DMatrix<f64>> = (0..sites)
