@@ -11,7 +11,7 @@
 //! components, rate, jmax, schedule (auto|anneal|constant|decay:H), pca (nonprivate|private),
 //! eps_pca, whiten (runica|none), verbose (0|1).
 
-use capelab_core::djica::gradient::{ClipBounds, GradientWorkspace, site_gradient};
+use capelab_core::djica::gradient::{ClipBounds, GradientWorkspace, SampleColumns, site_gradient};
 use capelab_core::djica::{
     DjicaConfig, GaussianLevel, IdealZeroSumNoise, Method, PcaSettings, PrivacyUnit, Schedule,
     run_study,
@@ -60,6 +60,7 @@ fn main() {
         "profile" => profile_parts(),
         "hot" => hot(&kv),
         "sweep" => sweep(&kv),
+        "iteration" => iteration(&kv),
         other => eprintln!("unknown mode {other}: use speed or run"),
     }
 }
@@ -84,30 +85,34 @@ fn speed(kv: &HashMap<String, String>) {
         let eig_s = t.elapsed().as_secs_f64();
         let k = sub.projection(Whitening::Runica).unwrap();
         let x = &k * &site.x;
-        let w = DMatrix::<f64>::identity(20, 20) * 0.3
+        let w = DMatrix::<f64>::identity(20, 20) * get(kv, "w", 0.3)
             + DMatrix::from_fn(20, 20, |i, j| 0.01 * ((i * 7 + j * 3) % 11) as f64);
         let b = DVector::zeros(20);
         let mut ws = GradientWorkspace::new(20);
+        let x32 = SampleColumns::<f32>::from_matrix(&x);
+        let x = SampleColumns::<f64>::from_matrix(&x);
         let _ = site_gradient(&x, &w, &b, ClipBounds::default(), &mut ws);
-        let x32 = x.map(|v| v as f32);
         let mut ws32 = GradientWorkspace::<f32>::new(20);
         let g64 = site_gradient(&x, &w, &b, ClipBounds::default(), &mut ws);
         let g32 = site_gradient(&x32, &w, &b, ClipBounds::default(), &mut ws32);
         let mut times32 = Vec::new();
+        let cpu = Instant::now();
         for _ in 0..reps {
             let t = std::time::Instant::now();
             let _ = site_gradient(&x32, &w, &b, ClipBounds::default(), &mut ws32);
             times32.push(t.elapsed().as_secs_f64() * 1e3);
         }
+        let cpu32 = cpu.elapsed().as_secs_f64() * 1e3 / reps as f64;
         times32.sort_by(f64::total_cmp);
         println!(
-            "  f32: min {:.2} ms, median {:.2} ms; ‖G32 − G64‖/‖G64‖ = {:.2e}",
+            "  f32: CPU {cpu32:.2} ms/call; wall min {:.2} ms, median {:.2} ms; ‖G32 − G64‖/‖G64‖ = {:.2e}",
             times32[0],
             times32[reps / 2],
             (&g32.g - &g64.g).norm() / g64.g.norm()
         );
         let mut clipped = (0, 0);
         let mut times = Vec::new();
+        let cpu = Instant::now();
         for _ in 0..reps {
             // Wall time per call (CPU-time counters tick too coarsely for one call); the
             // minimum over many calls is the figure least disturbed by other processes.
@@ -116,13 +121,14 @@ fn speed(kv: &HashMap<String, String>) {
             times.push(t.elapsed().as_secs_f64() * 1e3);
             clipped = (g.clipped, g.exact_norms);
         }
+        let cpu64 = cpu.elapsed().as_secs_f64() * 1e3 / reps as f64;
         times.sort_by(f64::total_cmp);
         let grad_ms = times[0];
         let median_ms = times[times.len() / 2];
         println!(
-            "M = {subjects} (one site: M_s = {}, N_s = {}): site gradient min {grad_ms:.2} ms, median {median_ms:.2} ms (clipped, exact norms: {clipped:?}); generate {gen_s:.2} s, covariance {cov_s:.2} s, eigen {eig_s:.2} s",
+            "M = {subjects} (one site: M_s = {}, N_s = {}): f64 site gradient CPU {cpu64:.2} ms/call; wall min {grad_ms:.2} ms, median {median_ms:.2} ms (clipped, exact norms: {clipped:?}); generate {gen_s:.2} s, covariance {cov_s:.2} s, eigen {eig_s:.2} s",
             subjects / 4,
-            x.ncols()
+            x.samples()
         );
     }
 }
@@ -343,15 +349,16 @@ fn hot(kv: &HashMap<String, String>) {
     let k =
         PrincipalSubspace::from_covariance(&c, 20).unwrap().projection(Whitening::Runica).unwrap();
     let x = &k * &study.sites[0].x;
-    let w = DMatrix::<f64>::identity(20, 20) * 0.3;
+    let w = DMatrix::<f64>::identity(20, 20) * get(kv, "w", 0.3);
     let b = DVector::zeros(20);
     if get(kv, "f64", 0u8) == 1 {
+        let x = SampleColumns::<f64>::from_matrix(&x);
         let mut ws = GradientWorkspace::<f64>::new(20);
         for _ in 0..reps {
             std::hint::black_box(site_gradient(&x, &w, &b, ClipBounds::default(), &mut ws));
         }
     } else {
-        let x32 = x.map(|v| v as f32);
+        let x32 = SampleColumns::<f32>::from_matrix(&x);
         let mut ws = GradientWorkspace::<f32>::new(20);
         for _ in 0..reps {
             std::hint::black_box(site_gradient(&x32, &w, &b, ClipBounds::default(), &mut ws));
@@ -473,5 +480,87 @@ fn sweep(kv: &HashMap<String, String>) {
         let min = qs.iter().cloned().fold(f64::INFINITY, f64::min);
         let max = qs.iter().cloned().fold(0.0, f64::max);
         println!("{m:?}, {e}, {mean:.4}, {min:.4}, {max:.4}, {}", qs.len());
+    }
+}
+
+/// Wall time of whole capeDJICA iterations (4 sites' releases with CAPE noise, aggregation and
+/// the update) at M = 256 and 1024, in f32 and f64.
+fn iteration(kv: &HashMap<String, String>) {
+    use capelab_core::djica::noise::ZeroSumNoise;
+    use capelab_core::djica::{
+        DjicaAggregator, DjicaSite, NoiseScheme, Precision, RateController, SiteNoiseScales,
+        aggregate,
+    };
+    let reps: usize = get(kv, "reps", 30);
+    for subjects in [256usize, 1024] {
+        let study = generate(&SyntheticConfig::well_conditioned(subjects, 4), 1).unwrap();
+        let c = site_covariance(&study.sites[0].x);
+        let k = PrincipalSubspace::from_covariance(&c, 20)
+            .unwrap()
+            .projection(Whitening::Runica)
+            .unwrap();
+        for precision in [Precision::F32, Precision::F64] {
+            let level = GaussianLevel { epsilon: 0.5, delta: 1e-2 };
+            let mut sites: Vec<DjicaSite> = study
+                .sites
+                .iter()
+                .enumerate()
+                .map(|(s, site)| {
+                    let scales = SiteNoiseScales::new(
+                        PrivacyUnit::TimePoint,
+                        ClipBounds::default(),
+                        Some(level),
+                        site.samples(),
+                        250,
+                    );
+                    DjicaSite::new(
+                        &k * &site.x,
+                        precision,
+                        scales,
+                        Seed::Fixed(1).rng(&format!("s{s}")),
+                    )
+                })
+                .collect();
+            let taus_g: Vec<f64> = sites.iter().map(|s| s.scales().tau_g).collect();
+            let taus_h: Vec<f64> = sites.iter().map(|s| s.scales().tau_h).collect();
+            let mut noise = IdealZeroSumNoise::new(Seed::Fixed(1), 4);
+            let mut agg = DjicaAggregator::new(
+                DMatrix::identity(20, 20),
+                DVector::zeros(20),
+                RateController::new(Schedule::Constant, 0.5, 1e-6),
+            );
+            let mut times = Vec::new();
+            let cpu = Instant::now();
+            for _ in 0..reps {
+                let t = std::time::Instant::now();
+                let eg = noise.draw(&taus_g, 400).unwrap();
+                let eh = noise.draw(&taus_h, 20).unwrap();
+                let (w, b) = (agg.w().clone(), agg.b().clone());
+                let releases: Vec<_> = sites
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(s, site)| {
+                        site.release(
+                            &w,
+                            &b,
+                            ClipBounds::default(),
+                            NoiseScheme::Cape,
+                            Some((&eg[s], &eh[s])),
+                            4,
+                        )
+                    })
+                    .collect();
+                let (g, h) = aggregate(&releases);
+                agg.apply(&g, &h);
+                times.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            let cpu_ms = cpu.elapsed().as_secs_f64() * 1e3 / reps as f64;
+            times.sort_by(f64::total_cmp);
+            println!(
+                "M = {subjects}, {precision:?}: one 4-site iteration CPU {cpu_ms:.2} ms; wall min {:.2} ms, median {:.2} ms",
+                times[0],
+                times[reps / 2]
+            );
+        }
     }
 }

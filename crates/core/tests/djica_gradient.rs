@@ -3,7 +3,7 @@
 
 use capelab_core::djica::GaussianLevel;
 use capelab_core::djica::calibration::{PrivacyUnit, mean_sensitivity};
-use capelab_core::djica::gradient::{ClipBounds, GradientWorkspace, site_gradient};
+use capelab_core::djica::gradient::{ClipBounds, GradientWorkspace, SampleColumns, site_gradient};
 use capelab_core::djica::site::SiteNoiseScales;
 use capelab_core::rng::derive;
 use nalgebra::{DMatrix, DVector};
@@ -39,6 +39,14 @@ fn reference(
     (g / n, h / n, norms)
 }
 
+fn cols(x: &DMatrix<f64>) -> SampleColumns<f64> {
+    SampleColumns::from_matrix(x)
+}
+
+fn cols32(x: &DMatrix<f64>) -> SampleColumns<f32> {
+    SampleColumns::from_matrix(x)
+}
+
 fn random_matrix(seed: u64, rows: usize, cols: usize, scale: f64) -> DMatrix<f64> {
     let mut rng = derive(seed, "test-matrix");
     DMatrix::from_fn(rows, cols, |_, _| scale * rng.sample::<f64, _>(StandardNormal))
@@ -63,7 +71,7 @@ fn fast_gradient_equals_the_literal_algorithm() {
     assert!(clipped_ref > 50 && clipped_ref < n - 50, "test needs a mix: {clipped_ref}");
 
     let mut ws = GradientWorkspace::with_block(r, 128);
-    let got = site_gradient(&x, &w, &b, bounds, &mut ws);
+    let got = site_gradient(&cols(&x), &w, &b, bounds, &mut ws);
     assert_eq!(got.clipped, clipped_ref);
     assert_eq!(got.samples, n);
     let scale = g_ref.norm();
@@ -71,16 +79,18 @@ fn fast_gradient_equals_the_literal_algorithm() {
     assert!((&got.h - &h_ref).norm() < 1e-13);
 
     // The f32 path on the same (f32-representable) data agrees to f32 accuracy.
-    let x32 = x.map(|v| v as f32);
-    let (g32_ref, h32_ref, norms32) = reference(&x32.map(f64::from), &w, &b, bounds);
-    let got32 = site_gradient(&x32, &w, &b, bounds, &mut GradientWorkspace::with_block(r, 100));
+    let x32 = x.map(|v| v as f32 as f64);
+    let (g32_ref, h32_ref, norms32) = reference(&x32, &w, &b, bounds);
+    let got32 =
+        site_gradient(&cols32(&x), &w, &b, bounds, &mut GradientWorkspace::with_block(r, 100));
     let clipped32 = norms32.iter().filter(|&&v| v > bounds.gradient).count();
     assert_eq!(got32.clipped, clipped32);
     assert!((&got32.g - &g32_ref).norm() < 1e-5 * scale, "{}", (&got32.g - &g32_ref).norm());
     assert!((&got32.h - &h32_ref).norm() < 1e-6);
 
     // A second call with the same workspace (reuse) and a different block size agree.
-    let again = site_gradient(&x, &w, &b, bounds, &mut GradientWorkspace::with_block(r, 1000));
+    let again =
+        site_gradient(&cols(&x), &w, &b, bounds, &mut GradientWorkspace::with_block(r, 1000));
     assert!((&again.g - &got.g).norm() < 1e-12 * scale);
 }
 
@@ -123,17 +133,17 @@ proptest! {
         // One sample alone: its clipped gradient is the mean, in either precision.
         for j in 0..n {
             let single = x.columns(j, 1).into_owned();
-            let g = site_gradient(&single, &w, &b, bounds, &mut ws);
+            let g = site_gradient(&cols(&single), &w, &b, bounds, &mut ws);
             prop_assert!(g.g.norm() <= bound * (1.0 + 1e-12), "{} > {}", g.g.norm(), bound);
             prop_assert!(g.h.norm() <= bounds.bias * (1.0 + 1e-12));
-            let g32 = site_gradient(&single.map(|v| v as f32), &w, &b, bounds, &mut ws32);
+            let g32 = site_gradient(&cols32(&single), &w, &b, bounds, &mut ws32);
             prop_assert!(g32.g.norm() <= bound * (1.0 + 1e-12), "f32: {} > {}", g32.g.norm(), bound);
             prop_assert!(g32.h.norm() <= bounds.bias * (1.0 + 1e-12));
         }
-        let before = site_gradient(&x, &w, &b, bounds, &mut ws);
+        let before = site_gradient(&cols(&x), &w, &b, bounds, &mut ws);
         let mut replaced = x.clone();
         replaced.set_column(0, &random_matrix(seed + 3, r, 1, 100.0).column(0));
-        let after = site_gradient(&replaced, &w, &b, bounds, &mut ws);
+        let after = site_gradient(&cols(&replaced), &w, &b, bounds, &mut ws);
         let moved = (&after.g - &before.g).norm();
         prop_assert!(moved <= 2.0 * bound / n as f64 * (1.0 + 1e-9));
     }
@@ -185,10 +195,30 @@ fn clip_decisions_match_the_literal_algorithm_for_many_weight_shapes() {
                 bias: 30f64.sqrt(),
             };
             let (g_ref, _, _) = reference(&x, &w, &b, bounds);
-            let got = site_gradient(&x, &w, &b, bounds, &mut GradientWorkspace::with_block(r, 64));
+            let got =
+                site_gradient(&cols(&x), &w, &b, bounds, &mut GradientWorkspace::with_block(r, 64));
             assert_eq!(got.clipped, n - index - 1, "scale {scale}");
             assert!(got.exact_norms >= got.clipped);
             assert!((&got.g - &g_ref).norm() <= 1e-11 * g_ref.norm().max(1.0), "scale {scale}");
         }
     }
+}
+
+#[test]
+fn every_cpu_path_gives_the_same_bits() {
+    // The dispatched gradient (AVX-512 or AVX2 when the CPU has them) and the baseline build
+    // perform the same operations in the same order.
+    use capelab_core::djica::gradient::site_gradient_portable;
+    let (r, n) = (9, 700);
+    let x = random_matrix(31, r, n, 2.0);
+    let w = random_matrix(32, r, r, 0.5) + DMatrix::identity(r, r);
+    let b = DVector::from_element(r, -0.1);
+    let bounds = ClipBounds { gradient: 8.0, bias: 2.0 };
+    let fast = site_gradient(&cols32(&x), &w, &b, bounds, &mut GradientWorkspace::new(r));
+    let base = site_gradient_portable(&cols32(&x), &w, &b, bounds, &mut GradientWorkspace::new(r));
+    assert!(fast.clipped > 0);
+    assert_eq!(fast, base);
+    let fast = site_gradient(&cols(&x), &w, &b, bounds, &mut GradientWorkspace::new(r));
+    let base = site_gradient_portable(&cols(&x), &w, &b, bounds, &mut GradientWorkspace::new(r));
+    assert_eq!(fast, base);
 }

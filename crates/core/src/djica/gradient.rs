@@ -21,8 +21,12 @@ matrix product. Per block of samples the work is two R×R×n_b products (Z = WX 
 per-sample norms, clip factors and scalings are vector operations over the samples.
 */
 
-use super::gemm::{GemmScalar, Operand, Output, gemm};
-use super::logistic::{neg_tanh_half_in_place, neg_tanh_half_in_place_f32};
+use super::kernels::{
+    DOT_LANES, KernelFloat, column_dots, combine_columns, lane_sum, reduce_lanes, small_product,
+};
+use super::logistic::{
+    neg_tanh_half, neg_tanh_half_f32, neg_tanh_half_in_place, neg_tanh_half_in_place_f32,
+};
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
@@ -62,7 +66,7 @@ pub struct SiteGradient {
 /// for speed. Whatever the block type, the accumulation across blocks, W, b, the exact clip
 /// norms and the released gradient are f64.
 pub trait BlockFloat:
-    GemmScalar
+    KernelFloat
     + Copy
     + Default
     + PartialOrd
@@ -87,6 +91,10 @@ pub trait BlockFloat:
     fn neg_tanh_half_in_place(values: &mut [Self]);
     /// True for NaN (the marker of "needs the exact norm").
     fn is_nan_like(self) -> bool;
+    /// NaN of this type.
+    fn nan() -> Self;
+    /// −tanh(self/2) (inlined into the caller, so it vectorises with the caller's features).
+    fn neg_tanh_half(self) -> Self;
 }
 
 impl BlockFloat for f64 {
@@ -101,6 +109,13 @@ impl BlockFloat for f64 {
     fn is_nan_like(self) -> bool {
         self.is_nan()
     }
+    fn nan() -> Self {
+        f64::NAN
+    }
+    #[inline(always)]
+    fn neg_tanh_half(self) -> Self {
+        neg_tanh_half(self)
+    }
 }
 
 impl BlockFloat for f32 {
@@ -114,6 +129,13 @@ impl BlockFloat for f32 {
     }
     fn is_nan_like(self) -> bool {
         self.is_nan()
+    }
+    fn nan() -> Self {
+        f32::NAN
+    }
+    #[inline(always)]
+    fn neg_tanh_half(self) -> Self {
+        neg_tanh_half_f32(self)
     }
 }
 
@@ -133,10 +155,10 @@ pub struct GradientWorkspace<T: BlockFloat = f64> {
     clip: Vec<T>,
     bias_clip: Vec<T>,
     scratch: Vec<f64>,
-    w_t: Vec<T>,
-    wwt: DMatrix<f64>,
-    outer_block: Vec<T>,
-    outer: DMatrix<f64>,
+    w_block: Vec<T>,
+    wwt: Vec<f64>,
+    outer_lanes: Vec<f64>,
+    outer: Vec<f64>,
     exact: ExactBuffers,
 }
 
@@ -174,10 +196,10 @@ impl<T: BlockFloat> GradientWorkspace<T> {
             clip: zeros(block),
             bias_clip: zeros(block),
             scratch: vec![0.0; 3 * components],
-            w_t: zeros(components * components),
-            wwt: DMatrix::zeros(components, components),
-            outer_block: zeros(components * components),
-            outer: DMatrix::zeros(components, components),
+            w_block: zeros(components * components),
+            wwt: vec![0.0; components * components],
+            outer_lanes: vec![0.0; components * components * DOT_LANES],
+            outer: vec![0.0; components * components],
             exact: ExactBuffers {
                 z64: vec![0.0; block * components],
                 y64: vec![0.0; block * components],
@@ -190,28 +212,119 @@ impl<T: BlockFloat> GradientWorkspace<T> {
     }
 }
 
+/// A site's projected samples X_s^r in the layout the gradient kernels read: component-major,
+/// each component's time course contiguous (the transpose of the R×N_s matrix), in block
+/// precision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SampleColumns<T> {
+    data: Vec<T>,
+    components: usize,
+    samples: usize,
+}
+
+impl<T: BlockFloat> SampleColumns<T> {
+    /// From the R×N_s matrix X_s^r (columns are time points).
+    pub fn from_matrix(x: &DMatrix<f64>) -> Self {
+        let (components, samples) = x.shape();
+        let mut data = Vec::with_capacity(components * samples);
+        for j in 0..components {
+            data.extend(x.row(j).iter().map(|&v| T::from_f64(v)));
+        }
+        SampleColumns { data, components, samples }
+    }
+
+    /// R.
+    pub fn components(&self) -> usize {
+        self.components
+    }
+
+    /// N_s.
+    pub fn samples(&self) -> usize {
+        self.samples
+    }
+}
+
 /// Algorithm 4 steps 2–5 at one site: the clipped mean gradient of the infomax objective at
-/// (W, b) over the columns of `x` (R×N_s), with block buffers of `x`'s element type.
+/// (W, b) over the samples `x`, with block buffers of `x`'s element type.
+///
+/// On x86-64 the body is compiled a second and third time with AVX-512F and AVX2 enabled and the
+/// widest one the CPU supports runs; all three perform the same operations in the same order,
+/// so the result is the same bit for bit.
 ///
 /// # Panics
 /// If the shapes disagree (W must be R×R, b of length R, x with R rows) or `x` has no columns:
 /// the caller owns all three and checks them once per run.
 pub fn site_gradient<T: BlockFloat>(
-    x: &DMatrix<T>,
+    x: &SampleColumns<T>,
+    w: &DMatrix<f64>,
+    b: &DVector<f64>,
+    bounds: ClipBounds,
+    ws: &mut GradientWorkspace<T>,
+) -> SiteGradient {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512<T: BlockFloat>(
+            x: &SampleColumns<T>,
+            w: &DMatrix<f64>,
+            b: &DVector<f64>,
+            bounds: ClipBounds,
+            ws: &mut GradientWorkspace<T>,
+        ) -> SiteGradient {
+            site_gradient_body(x, w, b, bounds, ws)
+        }
+        #[target_feature(enable = "avx2")]
+        fn avx2<T: BlockFloat>(
+            x: &SampleColumns<T>,
+            w: &DMatrix<f64>,
+            b: &DVector<f64>,
+            bounds: ClipBounds,
+            ws: &mut GradientWorkspace<T>,
+        ) -> SiteGradient {
+            site_gradient_body(x, w, b, bounds, ws)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            return unsafe { avx512(x, w, b, bounds, ws) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { avx2(x, w, b, bounds, ws) };
+        }
+    }
+    site_gradient_body(x, w, b, bounds, ws)
+}
+
+/// [`site_gradient`] compiled for the baseline target only (no run-time dispatch): the same
+/// operations in the same order, so it must agree bit for bit; exposed so tests can check that.
+#[doc(hidden)]
+pub fn site_gradient_portable<T: BlockFloat>(
+    x: &SampleColumns<T>,
+    w: &DMatrix<f64>,
+    b: &DVector<f64>,
+    bounds: ClipBounds,
+    ws: &mut GradientWorkspace<T>,
+) -> SiteGradient {
+    site_gradient_body(x, w, b, bounds, ws)
+}
+
+#[inline(always)]
+fn site_gradient_body<T: BlockFloat>(
+    x: &SampleColumns<T>,
     w: &DMatrix<f64>,
     b: &DVector<f64>,
     bounds: ClipBounds,
     ws: &mut GradientWorkspace<T>,
 ) -> SiteGradient {
     let r = w.nrows();
-    let samples = x.ncols();
+    let samples = x.samples;
     assert!(
-        w.ncols() == r && b.len() == r && x.nrows() == r && samples > 0,
+        w.ncols() == r && b.len() == r && x.components == r && samples > 0,
         "site_gradient: W is {}×{}, b has {} entries, X is {}×{}",
         w.nrows(),
         w.ncols(),
         b.len(),
-        x.nrows(),
+        x.components,
         samples
     );
     if ws.components != r {
@@ -226,122 +339,135 @@ pub fn site_gradient<T: BlockFloat>(
         clip,
         bias_clip,
         scratch,
-        w_t,
+        w_block,
         wwt,
-        outer_block,
+        outer_lanes,
         outer,
         exact,
         ..
     } = ws;
     let block = *block;
-    wwt.gemm(1.0, w, &w.transpose(), 0.0);
-    outer.fill(0.0);
-    // Wᵀ in block precision, column-major: element (k, i) = W[i, k].
-    for i in 0..r {
-        for k in 0..r {
-            w_t[k + i * r] = T::from_f64(w[(i, k)]);
-        }
+    let w_data = w.as_slice();
+    let w_transposed = w.transpose();
+    wwt.copy_from_slice(&small_product(w_data, w_transposed.as_slice(), r));
+    outer_lanes.fill(0.0);
+    for (wb, &v) in w_block.iter_mut().zip(w_data) {
+        *wb = T::from_f64(v);
     }
     let b_block: Vec<T> = b.iter().map(|&v| T::from_f64(v)).collect();
     let w_norm_sq = w.norm_squared();
     let w_norm = w_norm_sq.sqrt();
-    let spectral_sq = largest_eigenvalue_bound(wwt);
+    let spectral_sq = largest_eigenvalue_bound(wwt, r);
     let clip_sq = bounds.gradient * bounds.gradient;
     let shrink = 1.0 - T::CLIP_SHRINK;
     // The cheap bound must clear B_G by more than the rounding of its inputs could.
     let safe_bound = bounds.gradient * (1.0 - T::BOUND_MARGIN);
     let bias_check_sq = bounds.bias * bounds.bias * (1.0 - T::BOUND_MARGIN);
     let one = T::from_f64(1.0);
+    let zero = T::default();
     let mut clip_sum = 0.0;
     let mut clipped = 0usize;
     let mut exact_norms = 0usize;
     let mut h = DVector::<f64>::zeros(r);
-    let x_data = x.as_slice();
 
     let mut start = 0;
     while start < samples {
         let n = block.min(samples - start);
-        // Zᵀ = Xᵀ·Wᵀ for the block (Xᵀ is a strided view of X's columns), then + b.
-        gemm(
-            one,
-            Operand::transposed(&x_data[start * r..(start + n) * r], r, n),
-            Operand::col_major(w_t, r, r),
-            T::default(),
-            Output::col_major(zt, n, r, block),
-        );
-        y_sq[..n].fill(T::default());
-        z_sq[..n].fill(T::default());
-        for i in 0..r {
-            let z_col = &mut zt[i * block..i * block + n];
-            let bi = b_block[i];
-            for (zv, zs) in z_col.iter_mut().zip(&mut z_sq[..n]) {
-                *zv += bi;
-                *zs += *zv * *zv;
-            }
-            let y_col = &mut yt[i * block..i * block + n];
-            y_col.copy_from_slice(z_col);
-            T::neg_tanh_half_in_place(y_col);
-            for (yv, ys) in y_col.iter().zip(&mut y_sq[..n]) {
-                *ys += *yv * *yv;
+        // Zᵀ = Xᵀ·Wᵀ + 1·bᵀ for the block: column i is b_i + Σ_j W_ij·x_j.
+        combine_columns(zt, block, &x.data, start, samples, w_block, Some(&b_block), r, n);
+        let (y_sq, z_sq, clip, bias_clip) =
+            (&mut y_sq[..n], &mut z_sq[..n], &mut clip[..n], &mut bias_clip[..n]);
+        y_sq.fill(zero);
+        z_sq.fill(zero);
+        for (z_col, y_col) in zt.chunks_exact(block).zip(yt.chunks_exact_mut(block)) {
+            let (z_col, y_col) = (&z_col[..n], &mut y_col[..n]);
+            for ((&z, yv), (zs, ys)) in
+                z_col.iter().zip(y_col.iter_mut()).zip(z_sq.iter_mut().zip(y_sq.iter_mut()))
+            {
+                let y = z.neg_tanh_half();
+                *yv = y;
+                *zs += z * z;
+                *ys += y * y;
             }
         }
-        // Clip factors: the cheap bound first (vectorised); NaN marks samples that need the
-        // exact norm. The bias clip never binds for R < B_h² (|ŷ_i| < 1), hence the rare path.
-        for k in 0..n {
-            let (ys, zs): (f64, f64) = (y_sq[k].into(), z_sq[k].into());
-            let bound = w_norm + (ys * spectral_sq * zs).sqrt();
-            clip[k] = T::from_f64(if bound <= safe_bound { 1.0 } else { f64::NAN });
-            bias_clip[k] = one;
-            if ys > bias_check_sq {
+        // Clip factors: the cheap bound first; NaN marks samples that need the exact norm.
+        let mut flagged = 0usize;
+        let mut bias_near = false;
+        for (((c, d), &ys), &zs) in
+            clip.iter_mut().zip(bias_clip.iter_mut()).zip(y_sq.iter()).zip(z_sq.iter())
+        {
+            let (ys, zs): (f64, f64) = (ys.into(), zs.into());
+            let proven = w_norm + (ys * spectral_sq * zs).sqrt() <= safe_bound;
+            flagged += usize::from(!proven);
+            *c = if proven { one } else { T::nan() };
+            *d = one;
+            bias_near |= ys > bias_check_sq;
+        }
+        if bias_near {
+            // Only reachable when R ≥ B_h² (|ŷ_i| < 1): an exact f64 bias norm per sample.
+            for k in 0..n {
                 let exact: f64 = (0..r).map(|i| yt[i * block + k].into().powi(2)).sum();
                 if exact > bounds.bias * bounds.bias {
                     bias_clip[k] = T::from_f64(bounds.bias / exact.sqrt() * shrink);
                 }
             }
         }
-        let flagged = clip[..n].iter().filter(|c| c.is_nan_like()).count();
         exact_norms += flagged;
+        let exact_clip = |norm_sq: f64| {
+            if norm_sq > clip_sq {
+                (T::from_f64(bounds.gradient / norm_sq.sqrt() * shrink), 1usize)
+            } else {
+                (one, 0)
+            }
+        };
         if flagged * 8 > n {
             // Many samples need the exact norm (large W, heavy clipping): one f64 product
-            // Qᵀ = Zᵀ·WWᵀ for the whole block, then vectorised per-sample dot products.
+            // Qᵀ = Zᵀ·WWᵀ for the whole block, then per-sample dot products over the samples.
             let ExactBuffers { z64, y64, q64, u_sq, cross, y_sq64 } = &mut *exact;
-            for i in 0..r {
-                for k in 0..n {
-                    z64[i * n + k] = zt[i * block + k].into();
-                    y64[i * n + k] = yt[i * block + k].into();
+            let (z64, y64, q64) = (&mut z64[..r * n], &mut y64[..r * n], &mut q64[..r * n]);
+            for (((zd, yd), zs), ys) in z64
+                .chunks_exact_mut(n)
+                .zip(y64.chunks_exact_mut(n))
+                .zip(zt.chunks_exact(block))
+                .zip(yt.chunks_exact(block))
+            {
+                for ((zd, yd), (&zs, &ys)) in
+                    zd.iter_mut().zip(yd.iter_mut()).zip(zs[..n].iter().zip(&ys[..n]))
+                {
+                    *zd = zs.into();
+                    *yd = ys.into();
                 }
             }
-            gemm(
-                1.0,
-                Operand::col_major(&z64[..r * n], n, r),
-                Operand::col_major(wwt.as_slice(), r, r),
-                0.0,
-                Output::col_major(&mut q64[..r * n], n, r, n),
-            );
-            u_sq[..n].fill(0.0);
-            cross[..n].fill(0.0);
-            y_sq64[..n].fill(0.0);
-            for i in 0..r {
-                let (zc, yc, qc) = (&z64[i * n..][..n], &y64[i * n..][..n], &q64[i * n..][..n]);
-                for k in 0..n {
-                    u_sq[k] += zc[k] * qc[k];
-                    cross[k] += yc[k] * qc[k];
-                    y_sq64[k] += yc[k] * yc[k];
+            combine_columns(q64, n, z64, 0, n, wwt, None, r, n);
+            let (u_sq, cross, y_sq64) = (&mut u_sq[..n], &mut cross[..n], &mut y_sq64[..n]);
+            u_sq.fill(0.0);
+            cross.fill(0.0);
+            y_sq64.fill(0.0);
+            for ((zc, yc), qc) in
+                z64.chunks_exact(n).zip(y64.chunks_exact(n)).zip(q64.chunks_exact(n))
+            {
+                for (((u, c), ys), ((&z, &y), &q)) in u_sq
+                    .iter_mut()
+                    .zip(cross.iter_mut())
+                    .zip(y_sq64.iter_mut())
+                    .zip(zc.iter().zip(yc).zip(qc))
+                {
+                    *u += z * q;
+                    *c += y * q;
+                    *ys += y * y;
                 }
             }
-            for k in 0..n {
-                if clip[k].is_nan_like() {
+            for (((c, &u), &x), &ys) in
+                clip.iter_mut().zip(u_sq.iter()).zip(cross.iter()).zip(y_sq64.iter())
+            {
+                if c.is_nan_like() {
                     // ‖W + ŷuᵀ‖² = ‖W‖² + 2ŷᵀWWᵀz + ‖ŷ‖²·zᵀWWᵀz (module docs).
-                    let norm_sq = w_norm_sq + 2.0 * cross[k] + y_sq64[k] * u_sq[k];
-                    clip[k] = if norm_sq > clip_sq {
-                        clipped += 1;
-                        T::from_f64(bounds.gradient / norm_sq.sqrt() * shrink)
-                    } else {
-                        one
-                    };
+                    let (factor, hit) = exact_clip(w_norm_sq + 2.0 * x + ys * u);
+                    *c = factor;
+                    clipped += hit;
                 }
             }
-        } else {
+        } else if flagged > 0 {
             for k in 0..n {
                 if !clip[k].is_nan_like() {
                     continue;
@@ -354,50 +480,37 @@ pub fn site_gradient<T: BlockFloat>(
                 }
                 // q = WWᵀz, column by column of the symmetric WWᵀ.
                 q.fill(0.0);
-                for (col, &zk) in wwt.as_slice().chunks_exact(r).zip(z_n.iter()) {
+                for (col, &zk) in wwt.chunks_exact(r).zip(z_n.iter()) {
                     for (qi, pik) in q.iter_mut().zip(col) {
                         *qi += pik * zk;
                     }
                 }
-                // ‖W + ŷuᵀ‖² = ‖W‖² + 2ŷᵀWWᵀz + ‖ŷ‖²·zᵀWWᵀz (module docs), all in f64.
-                let norm_sq = w_norm_sq + 2.0 * dot(y_n, q) + dot(y_n, y_n) * dot(z_n, q);
-                clip[k] = if norm_sq > clip_sq {
-                    clipped += 1;
-                    T::from_f64(bounds.gradient / norm_sq.sqrt() * shrink)
-                } else {
-                    one
-                };
+                let (factor, hit) =
+                    exact_clip(w_norm_sq + 2.0 * dot(y_n, q) + dot(y_n, y_n) * dot(z_n, q));
+                clip[k] = factor;
+                clipped += hit;
             }
         }
-        clip_sum += lane_sum(&clip[..n], None);
-        for i in 0..r {
-            let y_col = &mut yt[i * block..i * block + n];
-            h[i] += lane_sum(y_col, Some(&bias_clip[..n]));
-            for (yv, c) in y_col.iter_mut().zip(&clip[..n]) {
-                *yv *= *c;
+        clip_sum += lane_sum(clip, None);
+        for (i, y_col) in yt.chunks_exact_mut(block).enumerate() {
+            let y_col = &mut y_col[..n];
+            h[i] += lane_sum(y_col, Some(bias_clip));
+            for (yv, &c) in y_col.iter_mut().zip(clip.iter()) {
+                *yv *= c;
             }
         }
-        // Σ c_n ŷ_n z_nᵀ for the block = (Ŷ_cᵀ)ᵀ·Zᵀ, both strided views of the block buffers;
-        // each block's sum is added to the f64 accumulator.
-        gemm(
-            one,
-            Operand { data: yt.as_slice(), rows: r, cols: n, row_stride: block, col_stride: 1 },
-            Operand { data: zt.as_slice(), rows: n, cols: r, row_stride: 1, col_stride: block },
-            T::default(),
-            Output::col_major(outer_block, r, r, r),
-        );
-        for (acc, &v) in outer.iter_mut().zip(outer_block.iter()) {
-            *acc += v.into();
-        }
+        // Σ c_n ŷ_n z_nᵀ for the block: entry (i, j) is the dot product of the clipped ŷ_i and
+        // z_j columns, added to the f64 accumulator.
+        column_dots(outer_lanes, yt, zt, block, r, n);
         start += n;
     }
 
+    reduce_lanes(outer_lanes, outer);
     for i in 0..r {
-        outer[(i, i)] += clip_sum;
+        outer[i + i * r] += clip_sum;
     }
     let inv = 1.0 / samples as f64;
-    let mut g = DMatrix::zeros(r, r);
-    g.gemm(inv, outer, w, 0.0);
+    let g = DMatrix::from_vec(r, r, small_product(outer, w_data, r)) * inv;
     h *= inv;
     SiteGradient { g, h, samples, clipped, exact_norms }
 }
@@ -407,48 +520,20 @@ pub fn site_gradient<T: BlockFloat>(
 /// λ_max ≤ ‖P‖_F·‖Q⁸‖_F^{1/8}, at most R^{1/16} (1.2 for R = 20) above the true value. A small
 /// relative margin covers rounding; non-finite input gives +∞ (every sample then takes the exact
 /// path, which is correct, and the controller restarts the run).
-fn largest_eigenvalue_bound(wwt: &DMatrix<f64>) -> f64 {
-    let scale = wwt.norm();
+fn largest_eigenvalue_bound(wwt: &[f64], r: usize) -> f64 {
+    let scale = wwt.iter().map(|v| v * v).sum::<f64>().sqrt();
     if !scale.is_finite() {
         return f64::INFINITY;
     }
     if scale == 0.0 {
         return 0.0;
     }
-    let q = wwt / scale;
-    let q2 = &q * &q;
-    let q4 = &q2 * &q2;
-    let q8 = &q4 * &q4;
-    scale * q8.norm().powf(0.125) * (1.0 + 1e-9)
-}
-
-/// Σ_k a_k (or Σ_k a_k·b_k) in f64 with eight interleaved partial sums: a fixed order (the
-/// same bits everywhere) that the compiler can vectorise, unlike one running sum.
-#[inline(always)]
-fn lane_sum<T: BlockFloat>(a: &[T], b: Option<&[T]>) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let chunks = a.len() / 8;
-    match b {
-        Some(b) => {
-            for c in 0..chunks {
-                for k in 0..8 {
-                    acc[k] += a[c * 8 + k].into() * b[c * 8 + k].into();
-                }
-            }
-        }
-        None => {
-            for c in 0..chunks {
-                for k in 0..8 {
-                    acc[k] += a[c * 8 + k].into();
-                }
-            }
-        }
-    }
-    let mut tail = 0.0;
-    for j in chunks * 8..a.len() {
-        tail += a[j].into() * b.map_or(1.0, |b| b[j].into());
-    }
-    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail
+    let q: Vec<f64> = wwt.iter().map(|v| v / scale).collect();
+    let q2 = small_product(&q, &q, r);
+    let q4 = small_product(&q2, &q2, r);
+    let q8 = small_product(&q4, &q4, r);
+    let q8_norm = q8.iter().map(|v| v * v).sum::<f64>().sqrt();
+    scale * q8_norm.powf(0.125) * (1.0 + 1e-9)
 }
 
 /// a·b with four interleaved partial sums: a fixed summation order (so every platform gets the
@@ -484,12 +569,11 @@ mod tests {
             });
             let p = &w * w.transpose();
             let exact = p.clone().symmetric_eigen().eigenvalues.max();
-            let bound = largest_eigenvalue_bound(&p);
+            let bound = largest_eigenvalue_bound(p.as_slice(), r);
             assert!(bound >= exact, "r = {r}: {bound} < {exact}");
             assert!(bound <= exact * (r as f64).powf(1.0 / 16.0) * 1.000_001, "r = {r}");
         }
-        assert_eq!(largest_eigenvalue_bound(&DMatrix::zeros(3, 3)), 0.0);
-        let nan = DMatrix::from_element(2, 2, f64::NAN);
-        assert_eq!(largest_eigenvalue_bound(&nan), f64::INFINITY);
+        assert_eq!(largest_eigenvalue_bound(&[0.0; 9], 3), 0.0);
+        assert_eq!(largest_eigenvalue_bound(&[f64::NAN; 4], 2), f64::INFINITY);
     }
 }

@@ -3,7 +3,7 @@ capeDJICA (spec §5, Algorithm 4): decentralized joint ICA by infomax with per-s
 CAPE noise on every iteration's averaged gradient, with its baselines (spec §6).
 
 - [`gradient`]: the site's clipped mean natural gradient, the hot loop ([`logistic`] is its
-  nonlinearity, [`gemm`] its strided matrix products).
+  nonlinearity, [`kernels`] its matrix kernels; [`gemm`] is the strided GEMM capePCA uses).
 - [`site`]: the site side ([`DjicaSite::release`]) and the aggregator side ([`aggregate`],
   [`DjicaAggregator::apply`]) of one iteration, as the browser splits them.
 - [`schedule`]: the learning-rate rules and stopping test (runica's, plus a decay that survives
@@ -17,6 +17,7 @@ CAPE noise on every iteration's averaged gradient, with its baselines (spec §6)
 pub mod calibration;
 pub mod gemm;
 pub mod gradient;
+pub mod kernels;
 pub mod logistic;
 pub mod noise;
 pub mod pipeline;
@@ -25,7 +26,9 @@ pub mod schedule;
 pub mod site;
 
 pub use calibration::{GaussianLevel, PrivacyUnit};
-pub use gradient::{BlockFloat, ClipBounds, GradientWorkspace, SiteGradient, site_gradient};
+pub use gradient::{
+    BlockFloat, ClipBounds, GradientWorkspace, SampleColumns, SiteGradient, site_gradient,
+};
 pub use noise::{IdealZeroSumNoise, NoiseError, NoiseScheme, ZeroSumNoise};
 pub use pipeline::{PcaSettings, StudyError, StudyResult, run_study, run_study_with};
 pub use run::{

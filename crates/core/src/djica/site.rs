@@ -11,7 +11,7 @@ shares of two separate zero-sum draws and K, k are local (CAPE), or just N(0, τ
 */
 
 use super::calibration::{GaussianLevel, PrivacyUnit, mean_sensitivity};
-use super::gradient::{ClipBounds, GradientWorkspace, SiteGradient, site_gradient};
+use super::gradient::{ClipBounds, GradientWorkspace, SampleColumns, SiteGradient, site_gradient};
 use super::noise::{NoiseScheme, site_noise};
 use super::schedule::{RateController, Verdict};
 use crate::rng::CapeRng;
@@ -71,8 +71,8 @@ pub enum Precision {
 }
 
 enum Samples {
-    F32(DMatrix<f32>, GradientWorkspace<f32>),
-    F64(DMatrix<f64>, GradientWorkspace<f64>),
+    F32(SampleColumns<f32>, GradientWorkspace<f32>),
+    F64(SampleColumns<f64>, GradientWorkspace<f64>),
 }
 
 /// A site's state across iterations.
@@ -94,8 +94,12 @@ impl DjicaSite {
     ) -> Self {
         let r = x.nrows();
         let samples = match precision {
-            Precision::F32 => Samples::F32(x.map(|v| v as f32), GradientWorkspace::new(r)),
-            Precision::F64 => Samples::F64(x, GradientWorkspace::new(r)),
+            Precision::F32 => {
+                Samples::F32(SampleColumns::from_matrix(&x), GradientWorkspace::new(r))
+            }
+            Precision::F64 => {
+                Samples::F64(SampleColumns::from_matrix(&x), GradientWorkspace::new(r))
+            }
         };
         DjicaSite { samples, rng, scales, last_clipped: 0 }
     }
@@ -108,8 +112,8 @@ impl DjicaSite {
     /// N_s.
     pub fn samples(&self) -> usize {
         match &self.samples {
-            Samples::F32(x, _) => x.ncols(),
-            Samples::F64(x, _) => x.ncols(),
+            Samples::F32(x, _) => x.samples(),
+            Samples::F64(x, _) => x.samples(),
         }
     }
 
