@@ -14,7 +14,7 @@
 use capelab_core::djica::gradient::{ClipBounds, GradientWorkspace, SampleColumns, site_gradient};
 use capelab_core::djica::{
     DjicaConfig, GaussianLevel, IdealZeroSumNoise, Method, PcaSettings, PrivacyUnit, Schedule,
-    run_study,
+    StudyData, run_study,
 };
 use capelab_core::fmri::{SyntheticConfig, generate};
 use capelab_core::pca::{PrincipalSubspace, Whitening, site_covariance};
@@ -217,8 +217,7 @@ fn run(kv: &HashMap<String, String>) {
             }
         };
         let result = run_study(
-            &study.sites,
-            Some(&study.mixing),
+            StudyData::synthetic(&study),
             &pca,
             &config,
             Seed::Fixed(seed),

@@ -3,7 +3,7 @@
 
 use capelab_core::djica::{
     DjicaConfig, DjicaError, GaussianLevel, IdealZeroSumNoise, Method, PcaSettings, PrivacyUnit,
-    ProjectedSite, Schedule, StopReason, run_djica, run_study,
+    ProjectedSite, Schedule, StopReason, StudyData, run_djica, run_study,
 };
 use capelab_core::fmri::{SyntheticConfig, SyntheticStudy, generate};
 use capelab_core::rng::Seed;
@@ -33,8 +33,7 @@ fn run(
 ) -> capelab_core::djica::StudyResult {
     let mut noise = IdealZeroSumNoise::new(Seed::Fixed(seed), study.sites.len());
     run_study(
-        &study.sites,
-        Some(&study.mixing),
+        StudyData::synthetic(study),
         &PcaSettings::default(),
         config,
         Seed::Fixed(seed),

@@ -13,12 +13,26 @@ Nothing R×R is formed per sample. The per-sample norm comes from
 ‖W + ŷuᵀ‖_F² = ‖W‖_F² + 2·ŷᵀWu + ‖ŷ‖²‖u‖², with ŷᵀWu = ŷᵀ(WWᵀ)z and ‖u‖² = zᵀ(WWᵀ)z, so one
 product q_n = (WWᵀ)z_n gives both. Most samples are far from the clip, and for them even that is
 skipped: ‖G_n‖_F ≤ ‖W‖_F + ‖ŷ_n‖·σ_max(W)·‖z_n‖ needs only the two norms, and when this bound is
-below B_G the clip cannot bind (c_n = 1). Only the remaining samples pay O(R²) for q_n.
+below B_G the clip cannot bind (c_n = 1). Only the remaining samples pay O(R²) for q_n, in f64
+(so the clip decision is as exact as the f64 reference, whatever the block precision).
 
 With clip factors c_n, Σ c_n G_n = (Σ c_n · I + Σ c_n ŷ_n z_nᵀ)·W, and the middle sum is one
 matrix product. Per block of samples the work is two R×R×n_b products (Z = WX + b and
-Ŷ_c·Zᵀ) plus the nonlinearity, in preallocated buffers laid out samples × components, so the
-per-sample norms, clip factors and scalings are vector operations over the samples.
+Ŷ_c·Zᵀ, see [`super::kernels`]) plus the nonlinearity, in preallocated buffers laid out
+samples × components, so the per-sample norms, clip factors and scalings are vector operations
+over the samples.
+
+Precision ([`BlockFloat`]): the samples and block buffers are f32 or f64; the cross-block sums,
+W, b, the exact norms and the released gradient are always f64. In f32 a clip factor is shrunk
+by 1e-6 so that rounding ŷ cannot lift a clipped gradient above B_G. Measured on whitened
+M = 256 data, the f32 gradient differs from the f64 one by 1e-7 to 1e-6 relative.
+
+Speed (release build, one site, R = 20, CPU time on a loaded 2-core machine): about 1.2 ms at
+N_s = 16,000 when few samples approach the clip and 2.0 ms when nearly all do (f32); the numpy
+reference takes 4.4 ms.
+
+Determinism: the whole body is compiled three times (baseline, AVX2, AVX-512F) with run-time
+dispatch; the kernels fix the order of every operation, so all three give the same bits.
 */
 
 use super::kernels::{

@@ -30,7 +30,7 @@ pub use gradient::{
     BlockFloat, ClipBounds, GradientWorkspace, SampleColumns, SiteGradient, site_gradient,
 };
 pub use noise::{IdealZeroSumNoise, NoiseError, NoiseScheme, ZeroSumNoise};
-pub use pipeline::{PcaSettings, StudyError, StudyResult, run_study, run_study_with};
+pub use pipeline::{PcaSettings, StudyData, StudyError, StudyResult, run_study};
 pub use run::{
     DjicaConfig, DjicaError, DjicaPrivacy, DjicaResult, IterationRecord, IterationReport, Method,
     ProjectedSite, StopReason, run_djica,

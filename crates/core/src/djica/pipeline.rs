@@ -12,7 +12,7 @@ use super::run::{
     DjicaConfig, DjicaError, DjicaResult, IterationReport, Method, ProjectedSite, run_djica,
 };
 use crate::djica::calibration::GaussianLevel;
-use crate::fmri::SiteData;
+use crate::fmri::{SiteData, SyntheticStudy};
 use crate::ica_quality::principal_cosines;
 use crate::pca::{CovarianceSensitivity, PcaConfig, PcaError, PcaResult, Whitening, cape_pca};
 use crate::rng::Seed;
@@ -72,45 +72,41 @@ pub struct StudyResult {
     pub djica: DjicaResult,
 }
 
-/// Runs capePCA then capeDJICA on `sites`. `truth` is the true A (D×R) when known. `noise`
-/// serves all sites (it is only used when the method is CAPE).
-pub fn run_study(
-    sites: &[SiteData],
-    truth: Option<&DMatrix<f64>>,
-    pca: &PcaSettings,
-    config: &DjicaConfig,
-    seed: Seed,
-    noise: &mut dyn ZeroSumNoise,
-    observer: &mut dyn FnMut(&IterationReport<'_>),
-) -> Result<StudyResult, StudyError> {
-    let used = match config.method {
-        Method::Local => &sites[..sites.len().min(1)],
-        _ => sites,
-    };
-    let components = match truth {
-        Some(a) => a.ncols(),
-        None => {
-            return Err(StudyError::Djica(DjicaError::Setting(
-                "run_study needs the number of components: pass the truth or use run_study_with"
-                    .into(),
-            )));
-        }
-    };
-    run_study_with(used, truth, components, pca, config, seed, noise, observer)
+/// What a study runs on: the sites' normalised data, R, and the true maps when known.
+#[derive(Clone, Copy, Debug)]
+pub struct StudyData<'a> {
+    /// Every site's data (the `Local` method uses the first only).
+    pub sites: &'a [SiteData],
+    /// R, the number of components.
+    pub components: usize,
+    /// The true maps A (D×R) for q_NGI and the principal cosines, if known.
+    pub truth: Option<&'a DMatrix<f64>>,
 }
 
-/// [`run_study`] for data without ground truth: `components` is R.
-#[allow(clippy::too_many_arguments)]
-pub fn run_study_with(
-    sites: &[SiteData],
-    truth: Option<&DMatrix<f64>>,
-    components: usize,
+impl<'a> StudyData<'a> {
+    /// A synthetic study, with its ground truth.
+    pub fn synthetic(study: &'a SyntheticStudy) -> Self {
+        StudyData {
+            sites: &study.sites,
+            components: study.mixing.ncols(),
+            truth: Some(&study.mixing),
+        }
+    }
+}
+
+/// Runs capePCA then capeDJICA. `noise` serves all sites (it is only used by CAPE).
+pub fn run_study(
+    data: StudyData<'_>,
     pca: &PcaSettings,
     config: &DjicaConfig,
     seed: Seed,
     noise: &mut dyn ZeroSumNoise,
     observer: &mut dyn FnMut(&IterationReport<'_>),
 ) -> Result<StudyResult, StudyError> {
+    let sites = match config.method {
+        Method::Local => &data.sites[..data.sites.len().min(1)],
+        _ => data.sites,
+    };
     let pca_scheme = match (pca.private, config.method) {
         (false, _) => NoiseScheme::None,
         // One site: CAPE's zero-sum part vanishes, so its noise is plain N(0, τ²).
@@ -121,7 +117,7 @@ pub fn run_study_with(
     let pca_result = cape_pca(
         sites,
         &PcaConfig {
-            components,
+            components: data.components,
             scheme: pca_scheme,
             level: pca.level,
             sensitivity: pca.sensitivity,
@@ -134,8 +130,8 @@ pub fn run_study_with(
         .iter()
         .map(|s| ProjectedSite { x: &k * &s.x, max_subject_len: s.max_subject_len() })
         .collect();
-    let a_eff = truth.map(|a| &k * a);
-    let principal = truth.map(|a| principal_cosines(&pca_result.subspace.v, a));
+    let a_eff = data.truth.map(|a| &k * a);
+    let principal = data.truth.map(|a| principal_cosines(&pca_result.subspace.v, a));
     let djica = run_djica(projected, config, seed, noise, a_eff.as_ref(), observer)?;
     Ok(StudyResult {
         unmixing: &djica.w * &k,

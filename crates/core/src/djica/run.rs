@@ -13,7 +13,9 @@ Defaults that differ from the paper, and why (spec §9):
 - ρ₀ = 0.5, not 0.015/ln R: the paper's rate is runica's per-sample rate, about 100× too small for
   an averaged gradient (§9.1).
 - The learning-rate schedule is runica's 60° annealing only for the noiseless methods; the noisy
-  ones use a fixed decay (§9.3: annealing reads noise as divergence and collapses).
+  ones use a fixed decay ρ_j = ρ₀/(1 + j/100) (§9.3: annealing reads noise as divergence and
+  collapses). Under noise the tolerance test does not fire (the noise keeps ‖ΔW‖² ≫ tol, spec
+  §8 pitfall 10), so a private run makes exactly J_max iterations: J* = J_max.
 */
 
 use super::calibration::{GaussianLevel, PrivacyUnit};
