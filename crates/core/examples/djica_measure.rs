@@ -147,15 +147,7 @@ fn run(kv: &HashMap<String, String>) {
         "timepoint" => PrivacyUnit::TimePoint,
         u => panic!("unknown unit {u}"),
     };
-    let schedule = match kv.get("schedule").map(String::as_str).unwrap_or("auto") {
-        "auto" => None,
-        "anneal" => Some(Schedule::RUNICA),
-        "constant" => Some(Schedule::Constant),
-        s if s.starts_with("decay:") => {
-            Some(Schedule::Decay { half_life: s[6..].parse().unwrap() })
-        }
-        s => panic!("unknown schedule {s}"),
-    };
+    let schedule = parse_schedule(kv.get("schedule").map(String::as_str).unwrap_or("auto"));
     let subjects: usize = get(kv, "subjects", 256);
     let sites: usize = get(kv, "sites", 4);
     let seeds: u64 = get(kv, "seeds", 1);
@@ -396,15 +388,7 @@ fn sweep(kv: &HashMap<String, String>) {
         "timepoint" => PrivacyUnit::TimePoint,
         _ => PrivacyUnit::Subject,
     };
-    let schedule = match kv.get("schedule").map(String::as_str).unwrap_or("auto") {
-        "auto" => None,
-        "anneal" => Some(Schedule::RUNICA),
-        "constant" => Some(Schedule::Constant),
-        s if s.starts_with("decay:") => {
-            Some(Schedule::Decay { half_life: s[6..].parse().unwrap() })
-        }
-        s => panic!("unknown schedule {s}"),
-    };
+    let schedule = parse_schedule(kv.get("schedule").map(String::as_str).unwrap_or("auto"));
     let subjects: usize = get(kv, "subjects", 256);
     let sites: usize = get(kv, "sites", 4);
     let seeds: u64 = get(kv, "seeds", 3);
@@ -447,6 +431,7 @@ fn sweep(kv: &HashMap<String, String>) {
                     initial_rate: get(kv, "rate", 0.5),
                     max_iterations: get(kv, "jmax", 1000),
                     schedule,
+                    average_tail: get(kv, "avg", 0.0),
                     ..DjicaConfig::default()
                 };
                 let mut noise = IdealZeroSumNoise::new(Seed::Fixed(seed), sites);
@@ -561,5 +546,18 @@ fn iteration(kv: &HashMap<String, String>) {
                 times[reps / 2]
             );
         }
+    }
+}
+
+/// auto | anneal | constant | decay:HALF_LIFE
+fn parse_schedule(s: &str) -> Option<Schedule> {
+    match s {
+        "auto" => None,
+        "anneal" => Some(Schedule::RUNICA),
+        "constant" => Some(Schedule::Constant),
+        s if s.starts_with("decay:") => {
+            Some(Schedule::Decay { half_life: s[6..].parse().expect("decay:HALF_LIFE") })
+        }
+        s => panic!("unknown schedule {s}"),
     }
 }

@@ -148,3 +148,28 @@ fn bad_inputs_are_typed_errors() {
     let err = run_djica(sites, &cfg, Seed::Fixed(1), &mut noise, None, &mut |_| {}).unwrap_err();
     assert!(err.to_string().contains("ε = -1"), "{err}");
 }
+
+#[test]
+fn tail_averaging_reports_the_mean_of_the_last_iterates() {
+    let s = study(4);
+    let k = DMatrix::<f64>::identity(6, 100);
+    let sites: Vec<ProjectedSite> = s
+        .sites
+        .iter()
+        .map(|site| ProjectedSite { x: &k * &site.x * 20.0, max_subject_len: 250 })
+        .collect();
+    let cfg = DjicaConfig { max_iterations: 40, average_tail: 0.25, ..config(Method::Cape, 0.5) };
+    let mut tail = Vec::new();
+    let mut noise = IdealZeroSumNoise::new(Seed::Fixed(2), 4);
+    let result = run_djica(sites, &cfg, Seed::Fixed(2), &mut noise, None, &mut |r| {
+        if r.iteration > 30 {
+            tail.push(r.w.clone());
+        }
+    })
+    .unwrap();
+    assert_eq!(result.stop, StopReason::MaxIterations);
+    assert_eq!(tail.len(), 10);
+    let mean = tail.iter().fold(DMatrix::zeros(6, 6), |acc, w| acc + w) / 10.0;
+    assert!((&result.w - &mean).amax() < 1e-12);
+    assert_ne!(result.w, tail[9], "the average differs from the last iterate under noise");
+}

@@ -16,6 +16,25 @@ Defaults that differ from the paper, and why (spec §9):
   ones use a fixed decay ρ_j = ρ₀/(1 + j/100) (§9.3: annealing reads noise as divergence and
   collapses). Under noise the tolerance test does not fire (the noise keeps ‖ΔW‖² ≫ tol, spec
   §8 pitfall 10), so a private run makes exactly J_max iterations: J* = J_max.
+- A private run reports the average of its last half of iterates (`average_tail` = 0.5), which
+  removes much of the noise the last iterate carries (free post-processing).
+
+Schedules compared on 2 seeds (M = 256, S = 4, q_NGI of capeDJICA; the first column is the
+paper-like preset at time-point level, ε_i = 0.5; the others the well-conditioned preset at
+subject level):
+
+| schedule | tail average | paper-like, ε_i 0.5 | ε_i = 4 | ε_i = 8 |
+|---|---|---|---|---|
+| decay, half-life 100 | none | 0.074 | 0.033 | 0.016 |
+| decay, half-life 100 (default) | last 50% | 0.088 | 0.023 | 0.008 |
+| decay, half-life 300 | last 50% | 0.033 | 0.077 | 0.009 |
+| constant | last 50% | 0.015 | 0.349 | 0.013 |
+| constant | none | 0.017 | — | 0.072 |
+
+No schedule wins everywhere: a hard, slowly converging problem wants a long phase at a high
+rate, strong noise wants the rate to fall. The default suits the demo data; the schedule is a
+parameter. (Pflug's test, cutting ρ when successive updates anti-correlate, did worse than the
+fixed decay in both regimes.)
 */
 
 use super::calibration::{GaussianLevel, PrivacyUnit};
@@ -90,6 +109,12 @@ pub struct DjicaConfig {
     pub schedule: Option<Schedule>,
     /// The precision of the sites' per-sample arithmetic.
     pub precision: Precision,
+    /// Report the average of the iterates (W, b) over this final fraction of the J_max
+    /// iterations instead of the last iterate (Polyak–Ruppert averaging: it cancels much of the
+    /// noise the last iterate still carries). Post-processing of released values, so free.
+    /// Only used when the run reaches J_max (a converged run keeps its last iterate); iterates
+    /// before a restart are not averaged in. 0 = off; default 0.5.
+    pub average_tail: f64,
 }
 
 impl Default for DjicaConfig {
@@ -106,6 +131,7 @@ impl Default for DjicaConfig {
             tolerance: 1e-6,
             schedule: None,
             precision: Precision::default(),
+            average_tail: 0.5,
         }
     }
 }
@@ -223,7 +249,8 @@ pub struct DjicaPrivacy {
 /// A finished run.
 #[derive(Clone, Debug)]
 pub struct DjicaResult {
-    /// The unmixing matrix W (R×R) for the projected data.
+    /// The unmixing matrix W (R×R) for the projected data: the last iterate, or the tail
+    /// average when [`DjicaConfig::average_tail`] is on.
     pub w: DMatrix<f64>,
     /// The bias b.
     pub b: DVector<f64>,
@@ -294,6 +321,14 @@ pub fn run_djica(
         RateController::new(schedule, config.initial_rate, config.tolerance),
     );
     let mut history = Vec::with_capacity(config.max_iterations);
+    // Iterates from this iteration on are averaged (if averaging is on).
+    let average_from = config.max_iterations
+        - ((config.average_tail.clamp(0.0, 1.0) * config.max_iterations as f64).round() as usize)
+            .min(config.max_iterations);
+    let averaging = config.average_tail > 0.0;
+    let mut sum_w = DMatrix::<f64>::zeros(r, r);
+    let mut sum_b = DVector::<f64>::zeros(r);
+    let mut averaged = 0usize;
     let mut stop = StopReason::MaxIterations;
     let mut releases = Vec::with_capacity(site_count);
     while aggregator.iterations() < config.max_iterations {
@@ -311,6 +346,15 @@ pub fn run_djica(
         let (mean_g, mean_h) = aggregate(&releases);
         let rate = aggregator.rate();
         let verdict = aggregator.apply(&mean_g, &mean_h);
+        if verdict == Verdict::Restart {
+            sum_w.fill(0.0);
+            sum_b.fill(0.0);
+            averaged = 0;
+        } else if averaging && aggregator.iterations() > average_from {
+            sum_w += aggregator.w();
+            sum_b += aggregator.b();
+            averaged += 1;
+        }
         let q = truth.map(|a| q_ngi(&(aggregator.w() * a)));
         let clipped: usize = djica_sites.iter().map(DjicaSite::last_clipped).sum();
         history.push(IterationRecord {
@@ -342,10 +386,17 @@ pub fn run_djica(
         }
     }
     let z = level.map(GaussianLevel::multiplier);
+    // The tail average only when the run went through the whole tail (a converged non-private
+    // run keeps its last iterate).
+    let (w, b) = if averaging && averaged > 0 && stop == StopReason::MaxIterations {
+        (sum_w / averaged as f64, sum_b / averaged as f64)
+    } else {
+        (aggregator.w().clone(), aggregator.b().clone())
+    };
     Ok(DjicaResult {
-        q: truth.map(|a| q_ngi(&(aggregator.w() * a))),
-        w: aggregator.w().clone(),
-        b: aggregator.b().clone(),
+        q: truth.map(|a| q_ngi(&(&w * a))),
+        w,
+        b,
         stop,
         restarts: aggregator.restarts(),
         final_rate: aggregator.rate(),
@@ -399,6 +450,12 @@ fn validate(
         return Err(DjicaError::Setting(format!(
             "ρ₀ = {}, B_G = {}, B_h = {} must be positive and tol = {} non-negative",
             config.initial_rate, config.bounds.gradient, config.bounds.bias, config.tolerance
+        )));
+    }
+    if !(0.0..=1.0).contains(&config.average_tail) {
+        return Err(DjicaError::Setting(format!(
+            "average_tail {} must be a fraction in [0, 1]",
+            config.average_tail
         )));
     }
     if let Some(Schedule::Decay { half_life }) = config.schedule
