@@ -431,7 +431,7 @@ fn sweep(kv: &HashMap<String, String>) {
                     initial_rate: get(kv, "rate", 0.5),
                     max_iterations: get(kv, "jmax", 1000),
                     schedule,
-                    average_tail: get(kv, "avg", 0.0),
+                    average_tail: get(kv, "avg", 0.5),
                     ..DjicaConfig::default()
                 };
                 let mut noise = IdealZeroSumNoise::new(Seed::Fixed(seed), sites);

@@ -15,7 +15,7 @@ the eigenvectors of the R largest *algebraic* eigenvalues of the symmetric (poss
 average, not the R largest |σ| of an SVD.
 
 Sensitivity ([`CovarianceSensitivity`], spec §4): replacing one sample x by x' changes C_s by
-(xxᵀ − x'x'ᵀ)/N_s. The paper's (as read from its ref. [16]) Analyze-Gauss bound counts this as
+(xxᵀ − x'x'ᵀ)/N_s. The paper's (as read from its ref. \[16\]) Analyze-Gauss bound counts this as
 1/N_s; the L2 norm of the released upper triangle can reach √2/N_s, which is the rigorous option.
 At subject level both are N_m times larger (1/M_s or √2/M_s). The default is subject level
 without the √2, matching the ICA privacy unit and the paper's reading.
@@ -23,7 +23,7 @@ without the √2, matching the ICA privacy unit and the paper's reading.
 
 mod subspace;
 
-pub use subspace::{PcaError, PrincipalSubspace, Whitening};
+pub use subspace::{PcaError, PrincipalSubspace, WHITENING_FLOOR, Whitening};
 
 use crate::djica::calibration::{GaussianLevel, PrivacyUnit};
 use crate::djica::gemm::{Operand, Output, gemm};
