@@ -6,6 +6,8 @@ How good an ICA result is: the normalised gain index, component matching, and su
   at most 1; the spec calls q ≤ 0.1 usable.
 - [`match_components`]: which true component each estimated one recovers, with its sign, for
   showing recovered maps next to the ground truth (an optimal assignment, not a greedy one).
+- [`estimated_maps`], [`align_maps`]: the recovered spatial maps (D×R), lined up with the true
+  ones by a [`ComponentMatch`].
 - [`principal_cosines`]: the cosines of the principal angles between an estimated subspace (the
   capePCA output V_R) and the true one (span of A). Spec §9.6 asks for it with every run, because
   one lost direction already costs q ≈ 0.2.
@@ -96,6 +98,30 @@ pub fn match_components(p: &DMatrix<f64>) -> ComponentMatch {
     ComponentMatch { true_index: assignment, sign, strength }
 }
 
+/// The estimated spatial maps, D×R: with estimated sources ŝ = U·x for the total unmixing
+/// U = W·K (R×D), the maps are the columns of U⁺ (so x ≈ U⁺·ŝ). `None` if the SVD fails
+/// (non-finite input).
+pub fn estimated_maps(unmixing: &DMatrix<f64>) -> Option<DMatrix<f64>> {
+    if unmixing.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    unmixing.clone().pseudo_inverse(1e-12).ok()
+}
+
+/// Lines the estimated maps up with the true components for display: column j of the result
+/// is the estimated map matched to true component j, sign-corrected and scaled to unit norm.
+/// `matching` comes from [`match_components`] on the same run.
+pub fn align_maps(maps: &DMatrix<f64>, matching: &ComponentMatch) -> DMatrix<f64> {
+    let mut aligned = DMatrix::zeros(maps.nrows(), maps.ncols());
+    for (i, (&j, &sign)) in matching.true_index.iter().zip(&matching.sign).enumerate() {
+        let col = maps.column(i);
+        let norm = col.norm();
+        let scale = if norm > 0.0 { sign / norm } else { 0.0 };
+        aligned.set_column(j, &(col * scale));
+    }
+    aligned
+}
+
 /// The cosines of the principal angles between span(`estimate`) and span(`truth`), largest
 /// first (one per column of the narrower matrix). 1 means the direction is recovered exactly, 0
 /// that it is missing. Neither input needs orthonormal columns: both are orthonormalised (thin QR)
@@ -184,6 +210,25 @@ fn min_cost_assignment(cost: &DMatrix<f64>) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aligned_maps_recover_the_true_maps_from_a_signed_permuted_unmixing() {
+        // True maps A (6×3, unit columns); an exact unmixing up to order, sign and scale:
+        // U = D·P·A⁺, so the estimated maps are A·P⁻¹·D⁻¹.
+        let a = DMatrix::from_fn(6, 3, |i, j| ((i * 5 + j * 7) % 11) as f64 - 4.0);
+        let a = DMatrix::from_columns(&a.column_iter().map(|c| c.normalize()).collect::<Vec<_>>());
+        let mut p = DMatrix::zeros(3, 3);
+        p[(0, 2)] = -2.0;
+        p[(1, 0)] = 0.5;
+        p[(2, 1)] = 3.0;
+        let unmixing = &p * a.clone().pseudo_inverse(1e-12).unwrap();
+        let maps = estimated_maps(&unmixing).unwrap();
+        let matching = match_components(&(&unmixing * &a));
+        assert_eq!(matching.true_index, vec![2, 0, 1]);
+        let aligned = align_maps(&maps, &matching);
+        assert!((aligned - &a).amax() < 1e-10);
+        assert!(estimated_maps(&DMatrix::from_element(2, 3, f64::NAN)).is_none());
+    }
 
     #[test]
     fn assignment_matches_brute_force_on_a_small_matrix() {
