@@ -26,17 +26,25 @@ Modules, one concept each:
 - [`nn`]: CAPE gradient descent for a two-layer network, accounted over all iterations.
 - [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, moments, basic
   and strong composition, collusion-aware view) and the per-site budget ledger.
+- [`fmri`]: synthetic fMRI with ground truth, normalisation, CSV/NPY matrix loading.
+- [`pca`]: capePCA (Algorithm 3) and the projection/whitening for ICA.
+- [`djica`]: capeDJICA (Algorithm 4) and its baselines, site and aggregator sides.
+- [`ica_quality`]: q_NGI, component matching, principal cosines.
 */
 
 pub mod accountant;
 pub mod cape;
 pub mod codec;
 pub mod data;
+pub mod djica;
 pub mod driver;
 pub mod fixed;
 pub mod fm;
+pub mod fmri;
 pub mod gaussian;
+pub mod ica_quality;
 pub mod nn;
+pub mod pca;
 pub mod rng;
 pub mod secagg;
 pub mod special;
