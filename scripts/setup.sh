@@ -108,6 +108,23 @@ ensure_python_env() {
     cp "$req" "$stamp"
 }
 
+ensure_datasets() {
+    local venv="$ROOT/tools/venv" req="$ROOT/tools/requirements-data.txt"
+    if [ -f "$ROOT/data/diabetes.csv" ] && [ -f "$ROOT/data/breast_cancer.csv" ]; then
+        note "data sets (data/diabetes.csv, data/breast_cancer.csv): present"
+        return
+    fi
+    local stamp="$venv/.capelab-requirements-data"
+    if ! { [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; }; then
+        step "installing scikit-learn into tools/venv (its bundled data sets, nothing else is fetched)"
+        [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+        cp "$req" "$stamp"
+    fi
+    step "writing the FM data sets into data/"
+    "$venv/bin/python" "$ROOT/scripts/fetch_datasets.py" --out "$ROOT/data"
+}
+
 fetch_crates() {
     step "fetching crates"
     (cd "$ROOT" && cargo fetch --locked)
@@ -122,6 +139,7 @@ main() {
     if [ "$what" = test ]; then
         ensure_browser
         ensure_python_env
+        ensure_datasets
     fi
     fetch_crates
 }

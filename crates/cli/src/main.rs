@@ -4,7 +4,10 @@ use clap::{Parser, Subcommand};
 
 mod account;
 mod bench;
+mod fm;
 mod mean;
+mod nn;
+mod plot;
 
 /// cape: capelab's protocols, natively.
 #[derive(Parser)]
@@ -25,6 +28,16 @@ enum Command {
     /// Timings of the protocol roles.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Private linear or logistic regression with the functional mechanism: Gaussian, Laplace or
+    /// relaxed FM, output perturbation, capeFM across sites, and their baselines.
+    Fm(fm::FmArgs),
+    /// Averaged FM runs over ε, N or δ, written as CSV and figures (PNG and SVG).
+    FmSweep(fm::SweepArgs),
+    /// A two-layer network trained across sites with CAPE, the conventional scheme, or without
+    /// privacy; ε accounted over all iterations.
+    Nn(nn::NnArgs),
+    /// Averaged network runs over ε per iteration or N, written as CSV and figures.
+    NnSweep(nn::NnSweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,5 +45,9 @@ fn main() -> ExitCode {
         Command::Account(args) => account::run(args),
         Command::Mean(args) => mean::run(args),
         Command::Bench(command) => bench::run(command),
+        Command::Fm(args) => fm::run(args),
+        Command::FmSweep(args) => fm::run_sweep(args),
+        Command::Nn(args) => nn::run(args),
+        Command::NnSweep(args) => nn::run_sweep(args),
     }
 }

@@ -21,16 +21,30 @@ Modules, one concept each:
 - [`secagg`]: SecureAgg (Bonawitz et al.), site and aggregator as sans-IO state machines.
 - [`study`]: what a dashboard runs across sites, as site and aggregator roles built from the
   above: the private mean ([`study::mean`], CAPE over SecureAgg, gated by each site's ledger).
+- [`data`]: numeric CSV tables, normalisation into FM's domain, splits, synthetic generators.
+- [`fm`]: the functional mechanism (Gaussian, Laplace, relaxed), capeFM and their baselines.
+- [`nn`]: CAPE gradient descent for a two-layer network, accounted over all iterations.
 - [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, moments, basic
   and strong composition, collusion-aware view) and the per-site budget ledger.
+- [`fmri`]: synthetic fMRI with ground truth, normalisation, CSV/NPY matrix loading.
+- [`pca`]: capePCA (Algorithm 3) and the projection/whitening for ICA.
+- [`djica`]: capeDJICA (Algorithm 4) and its baselines, site and aggregator sides.
+- [`ica_quality`]: q_NGI, component matching, principal cosines.
 */
 
 pub mod accountant;
 pub mod cape;
 pub mod codec;
+pub mod data;
+pub mod djica;
 pub mod driver;
 pub mod fixed;
+pub mod fm;
+pub mod fmri;
 pub mod gaussian;
+pub mod ica_quality;
+pub mod nn;
+pub mod pca;
 pub mod rng;
 pub mod secagg;
 pub mod special;

@@ -1,0 +1,90 @@
+/*!
+fMRI data for joint ICA: a seeded synthetic generator with ground truth, the normalisation every
+site applies before capePCA, and plain-matrix loading so a site can bring its own data.
+
+- [`synthetic`]: R sources per subject (GARCH(1,1), optionally heavy-tailed) mixed by spatial
+  maps on a G×G grid, M subjects split over S sites; a paper-like preset and a well-conditioned
+  default (spec §6, §9.7). The true mixing matrix A is kept for q_NGI.
+- [`normalise`]: demean each subject, scale, clip every time point to ‖x‖₂ ≤ 1 (spec §6). The clip
+  is what bounds the sensitivities of capePCA and capeDJICA.
+- [`matrix_io`]: a D×N matrix (voxels × time points) from CSV or `.npy` bytes, and back.
+
+Data layout everywhere: a site's data is a D×N_s matrix whose columns are time points, subjects
+concatenated in time ([`SiteData`]).
+*/
+
+pub mod garch;
+pub mod maps;
+pub mod matrix_io;
+pub mod normalise;
+pub mod synthetic;
+
+use nalgebra::DMatrix;
+use thiserror::Error;
+
+pub use synthetic::{Innovations, MapLayout, SyntheticConfig, SyntheticStudy, generate};
+
+/// One site's fMRI data: D voxels × N_s time points, its subjects concatenated in time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteData {
+    /// X_s, D×N_s.
+    pub x: DMatrix<f64>,
+    /// N_m of each subject, in the order of the columns of `x`; they sum to N_s.
+    pub subject_lengths: Vec<usize>,
+}
+
+impl SiteData {
+    /// Wraps a D×N_s matrix holding `subject_lengths.len()` subjects; checks that the lengths
+    /// add up and that no subject is empty.
+    pub fn new(x: DMatrix<f64>, subject_lengths: Vec<usize>) -> Result<Self, FmriError> {
+        let total: usize = subject_lengths.iter().sum();
+        if subject_lengths.is_empty() || subject_lengths.contains(&0) || total != x.ncols() {
+            return Err(FmriError::SubjectLengths {
+                lengths_sum: total,
+                subjects: subject_lengths.len(),
+                columns: x.ncols(),
+            });
+        }
+        Ok(SiteData { x, subject_lengths })
+    }
+
+    /// M_s, the number of subjects.
+    pub fn subjects(&self) -> usize {
+        self.subject_lengths.len()
+    }
+
+    /// N_s, the number of time points.
+    pub fn samples(&self) -> usize {
+        self.x.ncols()
+    }
+
+    /// max_m N_m: the number of samples one subject can change (spec §5, ragged subjects).
+    pub fn max_subject_len(&self) -> usize {
+        self.subject_lengths.iter().copied().max().unwrap_or(0)
+    }
+
+    /// D, the number of voxels.
+    pub fn voxels(&self) -> usize {
+        self.x.nrows()
+    }
+}
+
+/// What went wrong building or loading fMRI data.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum FmriError {
+    /// The subject lengths do not describe the columns of the matrix.
+    #[error(
+        "{subjects} subjects with lengths summing to {lengths_sum} do not tile {columns} time points: give one positive length per subject, summing to the number of columns"
+    )]
+    SubjectLengths {
+        /// Σ N_m.
+        lengths_sum: usize,
+        /// Number of subjects given.
+        subjects: usize,
+        /// Columns of the data matrix.
+        columns: usize,
+    },
+    /// A generator parameter is out of range.
+    #[error("synthetic data: {0}")]
+    Config(String),
+}
