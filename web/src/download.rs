@@ -67,7 +67,9 @@ pub async fn png(svg_id: &str, file_stem: &str) -> Result<(), String> {
 }
 
 /// The text of the file the user picked in `input`, if one.
-pub async fn picked_file_text(input: &web_sys::HtmlInputElement) -> Result<Option<(String, String)>, String> {
+pub async fn picked_file_text(
+    input: &web_sys::HtmlInputElement,
+) -> Result<Option<(String, String)>, String> {
     let Some(file) = input.files().and_then(|files| files.get(0)) else { return Ok(None) };
     let text = JsFuture::from(file.text()).await.map_err(js_text)?;
     Ok(Some((file.name(), text.as_string().unwrap_or_default())))

@@ -234,7 +234,10 @@ mod tests {
             TableError::NotANumber { line: 1, column: 2, .. }
         ));
         assert_eq!(parse_table("# nothing\n\n").unwrap_err(), TableError::Empty);
-        assert_eq!(parse_table("-0.5").unwrap_err().to_string().split(':').next(), Some("line 1, column 1"));
+        assert_eq!(
+            parse_table("-0.5").unwrap_err().to_string().split(':').next(),
+            Some("line 1, column 1")
+        );
     }
 
     #[test]

@@ -32,8 +32,8 @@ use leptos::prelude::*;
 
 use super::form::{FormError, MeanForm};
 use super::step_gate::{PausableClock, Step, StepGate};
-use super::wire::{StudyTransport, WireLine, WireLog, send_noted};
 use super::wall_ms;
+use super::wire::{StudyTransport, WireLine, WireLog, send_noted};
 use crate::ledger_report::{self, LedgerReport};
 use crate::roster::display_name;
 use crate::session::RoomState;
@@ -186,7 +186,10 @@ impl DashboardStudy {
     }
 
     /// Starts a private-mean study among the present sites, as the form says.
-    pub fn start_round(&self, read: impl FnOnce(Vec<ParticipantId>) -> Result<MeanForm, FormError>) {
+    pub fn start_round(
+        &self,
+        read: impl FnOnce(Vec<ParticipantId>) -> Result<MeanForm, FormError>,
+    ) {
         let result = self.try_start(read);
         self.view.start_error.set(result.err());
         self.settle();
@@ -356,8 +359,11 @@ impl DashboardStudy {
             let wait = inner.run.as_mut().and_then(|run| {
                 let wall = wall_ms();
                 run.clock.set_paused(run.gate.borrow().is_holding(), wall);
-                let deadline = run.driver.machine.poll_timeout().filter(|_| !run.clock.is_paused())?;
-                Some(u32::try_from(deadline.saturating_sub(run.clock.now(wall))).unwrap_or(u32::MAX))
+                let deadline =
+                    run.driver.machine.poll_timeout().filter(|_| !run.clock.is_paused())?;
+                Some(
+                    u32::try_from(deadline.saturating_sub(run.clock.now(wall))).unwrap_or(u32::MAX),
+                )
             });
             inner.timer = wait.map(|ms| Timeout::new(ms, move || this.on_timer()));
             let live = inner.run.as_ref().map(Run::live);

@@ -26,8 +26,8 @@ use capelab_core::rng::os_rng;
 use capelab_core::secagg::SitePhase as SecAggPhase;
 use capelab_core::study::StudyId;
 use capelab_core::study::mean::{
-    MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome, SitePhase,
-    StudyParams, kind,
+    MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome, SitePhase, StudyParams,
+    kind,
 };
 use capelab_core::transport::{Transport, TransportEvent};
 use capelab_core::wire::{ParticipantId, Peer, Role, To};
@@ -222,10 +222,14 @@ impl SiteStudy {
                 else {
                     return;
                 };
-                let rows =
-                    self.view.data.get_untracked().rows_for(params.values_per_site, params.dimension);
+                let rows = self
+                    .view
+                    .data
+                    .get_untracked()
+                    .rows_for(params.values_per_site, params.dimension);
                 let site = MeanSite::new(me.id, from, rows, ledger, os_rng());
-                let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+                let transport =
+                    StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                 inner.run = Some(Driver::new(transport, site));
                 inner.saved = 0;
             }
@@ -277,7 +281,9 @@ impl SiteStudy {
         let ledger = self.inner().and_then(|i| i.borrow().ledger.clone());
         match ledger {
             Some(ledger) => f(&mut ledger.borrow_mut()),
-            None => Err("not in a room yet: the ledger is loaded once the relay names this site".into()),
+            None => {
+                Err("not in a room yet: the ledger is loaded once the relay names this site".into())
+            }
         }
     }
 

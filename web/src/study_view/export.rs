@@ -20,7 +20,10 @@ struct RoundFile<'a> {
 }
 
 /// The round as pretty JSON.
-pub fn round_json(round: &FinishedRound, ledgers: &BTreeMap<ParticipantId, LedgerReport>) -> String {
+pub fn round_json(
+    round: &FinishedRound,
+    ledgers: &BTreeMap<ParticipantId, LedgerReport>,
+) -> String {
     let file = RoundFile {
         round: round.number,
         step_by_step: round.step_mode,
@@ -35,14 +38,15 @@ pub fn round_json(round: &FinishedRound, ledgers: &BTreeMap<ParticipantId, Ledge
 /// the estimates, and the theory's standard deviations.
 pub fn round_csv(round: &FinishedRound) -> String {
     let mut out = String::from("series,site_id,site_name,attempt,coordinate,value\n");
-    let mut line = |series: &str, site: Option<ParticipantId>, attempt: Option<u32>, values: &[f64]| {
-        let name = site.map(|s| csv_text(&round.name(s))).unwrap_or_default();
-        let site = site.map(|s| s.to_string()).unwrap_or_default();
-        let attempt = attempt.map(|a| a.to_string()).unwrap_or_default();
-        for (j, v) in values.iter().enumerate() {
-            let _ = writeln!(out, "{series},{site},{name},{attempt},{},{v:e}", j + 1);
-        }
-    };
+    let mut line =
+        |series: &str, site: Option<ParticipantId>, attempt: Option<u32>, values: &[f64]| {
+            let name = site.map(|s| csv_text(&round.name(s))).unwrap_or_default();
+            let site = site.map(|s| s.to_string()).unwrap_or_default();
+            let attempt = attempt.map(|a| a.to_string()).unwrap_or_default();
+            for (j, v) in values.iter().enumerate() {
+                let _ = writeln!(out, "{series},{site},{name},{attempt},{},{v:e}", j + 1);
+            }
+        };
     let outcome = &round.outcome;
     for a in &outcome.attempts {
         for m in &a.masked_inputs {

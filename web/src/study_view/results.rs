@@ -2,8 +2,8 @@
 //! noise-variance gain, and who dropped or declined, in words. Every number comes from the core's
 //! [`StudyOutcome`] (and its [`Theory`]); nothing here is protocol or privacy math.
 
-use capelab_core::study::mean::{StudyDropout, StudyOutcome, StudyPhase, Theory};
 use capelab_core::secagg::DropReason;
+use capelab_core::study::mean::{StudyDropout, StudyOutcome, StudyPhase, Theory};
 
 use crate::components::charts::forest::{ForestRow, ForestSpec};
 use crate::components::charts::scale::format_value;
@@ -50,8 +50,11 @@ pub fn messages_chart(round: &FinishedRound, j: usize) -> Option<ForestSpec> {
             emphasis: true,
         });
     }
-    let coordinate =
-        if outcome.params.dimension > 1 { format!(", coordinate {}", j + 1) } else { String::new() };
+    let coordinate = if outcome.params.dimension > 1 {
+        format!(", coordinate {}", j + 1)
+    } else {
+        String::new()
+    };
     Some(ForestSpec {
         title: format!("Round {}: each message vs the aggregate{coordinate}", round.number),
         x_label: "value (the mean of the sites' data plus noise)".into(),
@@ -199,7 +202,10 @@ mod tests {
         let d = round.outcome.dropouts[0];
         assert_eq!(d.phase, StudyPhase::SecAgg { round: Phase::MaskedInput });
         let text = dropout_sentence(&d, &round.name(d.site));
-        assert_eq!(text, format!("Clinic 4 (#{}) left during R2 masked input of attempt 1.", d.site));
+        assert_eq!(
+            text,
+            format!("Clinic 4 (#{}) left during R2 masked input of attempt 1.", d.site)
+        );
         assert_eq!(phase_token(d.phase), "masked-input");
     }
 }

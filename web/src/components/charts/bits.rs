@@ -65,7 +65,11 @@ pub fn render(spec: &BitImageSpec, id: &str) -> String {
                 for bit in 0..64 {
                     if value >> (63 - bit) & 1 == 1 {
                         let x = LABEL_WIDTH + (k * 64 + bit) as f64 * cell;
-                        let _ = write!(path, "M{x:.2} {y:.1}h{cell:.2}v{h:.1}h-{cell:.2}z", h = ROW - 3.0);
+                        let _ = write!(
+                            path,
+                            "M{x:.2} {y:.1}h{cell:.2}v{h:.1}h-{cell:.2}z",
+                            h = ROW - 3.0
+                        );
                     }
                 }
             }

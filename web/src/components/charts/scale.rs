@@ -7,9 +7,15 @@ Pure logic, tested natively.
 /// How data values map onto an axis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scale {
-    Linear { min: f64, max: f64 },
+    Linear {
+        min: f64,
+        max: f64,
+    },
     /// Base 10; `min` and `max` are positive.
-    Log { min: f64, max: f64 },
+    Log {
+        min: f64,
+        max: f64,
+    },
 }
 
 impl Scale {

@@ -211,7 +211,8 @@ mod tests {
             "noise multiplier z",
             "δ",
         );
-        let h = legend(&mut out, 380.0, &[(Swatch::Line { color: PALETTE[0], dashed: true }, "a<b")]);
+        let h =
+            legend(&mut out, 380.0, &[(Swatch::Line { color: PALETTE[0], dashed: true }, "a<b")]);
         close(&mut out);
         assert_eq!(h, 26.0);
         assert!(out.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"c1\""));

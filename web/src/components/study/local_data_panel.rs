@@ -23,7 +23,10 @@ enum Choice {
 }
 
 #[component]
-pub fn LocalDataPanel(study: SiteStudy, #[prop(into)] name: Signal<Option<String>>) -> impl IntoView {
+pub fn LocalDataPanel(
+    study: SiteStudy,
+    #[prop(into)] name: Signal<Option<String>>,
+) -> impl IntoView {
     let data = study.view.data;
     let initial_seed = match data.get_untracked() {
         DataSource::Seeded { seed } => seed.to_string(),
@@ -85,9 +88,10 @@ pub fn LocalDataPanel(study: SiteStudy, #[prop(into)] name: Signal<Option<String
 
     // What the site holds now, and its mean: the study's own f(x_s) once a study has started.
     let summary = move || {
-        let study_mean = study.view.study.with(|s| {
-            s.as_ref().and_then(|s| Some((s.local_mean.clone()?, s.params.clone()?)))
-        });
+        let study_mean = study
+            .view
+            .study
+            .with(|s| s.as_ref().and_then(|s| Some((s.local_mean.clone()?, s.params.clone()?))));
         let source = data.get();
         let (label, mean) = match (&study_mean, &source) {
             (Some((mean, params)), _) => (

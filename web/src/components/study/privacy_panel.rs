@@ -46,19 +46,37 @@ pub fn PrivacyPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         })
     };
     let spend = Memo::new(move |_| {
-        view.rounds.with(|rounds| view.reports.with(|reports| {
-            line::render(&spend_chart(rounds, reports), "chart-spend")
-        }))
+        view.rounds.with(|rounds| {
+            view.reports.with(|reports| line::render(&spend_chart(rounds, reports), "chart-spend"))
+        })
     });
     // The run the latest study implies: its z and δ, c_S of its |U| (or of the room's S before any).
     let latest = Memo::new(move |_| {
         view.live
-            .with(|l| l.as_ref().map(|l| (l.noise.noise_multiplier, l.params.epsilon, l.params.delta, l.params.site_count())))
+            .with(|l| {
+                l.as_ref().map(|l| {
+                    (
+                        l.noise.noise_multiplier,
+                        l.params.epsilon,
+                        l.params.delta,
+                        l.params.site_count(),
+                    )
+                })
+            })
             .or_else(|| {
                 view.rounds.with(|rs| {
                     rs.last().map(|r| {
-                        let sites = r.outcome.theory.as_ref().map_or(r.outcome.params.site_count(), |t| t.sites);
-                        (r.outcome.noise.noise_multiplier, r.outcome.params.epsilon, r.outcome.params.delta, sites)
+                        let sites = r
+                            .outcome
+                            .theory
+                            .as_ref()
+                            .map_or(r.outcome.params.site_count(), |t| t.sites);
+                        (
+                            r.outcome.noise.noise_multiplier,
+                            r.outcome.params.epsilon,
+                            r.outcome.params.delta,
+                            sites,
+                        )
                     })
                 })
             })

@@ -59,7 +59,10 @@ pub fn ResultsPanel(study: DashboardStudy) -> impl IntoView {
 }
 
 #[component]
-fn RoundView(round: FinishedRound, reports: RwSignal<BTreeMap<ParticipantId, LedgerReport>>) -> impl IntoView {
+fn RoundView(
+    round: FinishedRound,
+    reports: RwSignal<BTreeMap<ParticipantId, LedgerReport>>,
+) -> impl IntoView {
     let outcome = round.outcome.clone();
     let status = if outcome.estimates().is_some() { "estimated" } else { "aborted" };
     let stem = format!("capelab-round-{}-{}", round.number, outcome.study);
@@ -69,7 +72,8 @@ fn RoundView(round: FinishedRound, reports: RwSignal<BTreeMap<ParticipantId, Led
     let (json_stem, csv_stem) = (stem.clone(), stem.clone());
     let export_json = move |_| {
         let text = export::round_json(&json_round, &reports.get_untracked());
-        export_error.set(download::text(&format!("{json_stem}.json"), "application/json", &text).err());
+        export_error
+            .set(download::text(&format!("{json_stem}.json"), "application/json", &text).err());
     };
     let export_csv = move |_| {
         let text = export::round_csv(&csv_round);
@@ -111,8 +115,7 @@ fn Estimates(round: FinishedRound) -> impl IntoView {
     let sd_conv = sd(theory.as_ref().map(|t| t.var_conventional));
     let survivors: Vec<String> =
         est.survivors.iter().map(|s| format!("{} (#{s})", round.name(*s))).collect();
-    let survivor_ids =
-        est.survivors.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    let survivor_ids = est.survivors.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
     let values = |v: &[f64]| v.iter().map(|x| format_value(*x)).collect::<Vec<_>>().join(", ");
     let json = |v: &[f64]| serde_json::to_string(v).unwrap_or_default();
     let cape_text = values(&est.cape);
@@ -157,7 +160,9 @@ fn Happenings(round: FinishedRound) -> impl IntoView {
     let dropouts: Vec<_> = outcome
         .dropouts
         .iter()
-        .map(|d| (d.site, d.attempt, phase_token(d.phase), dropout_sentence(d, &round.name(d.site))))
+        .map(|d| {
+            (d.site, d.attempt, phase_token(d.phase), dropout_sentence(d, &round.name(d.site)))
+        })
         .collect();
     let declines: Vec<_> = outcome
         .declined
@@ -195,7 +200,9 @@ fn MessagesChart(round: FinishedRound, stem: String) -> impl IntoView {
     let markup = {
         let (round, id) = (round.clone(), id.clone());
         Signal::derive(move || {
-            messages_chart(&round, coordinate.get()).map(|s| forest::render(&s, &id)).unwrap_or_default()
+            messages_chart(&round, coordinate.get())
+                .map(|s| forest::render(&s, &id))
+                .unwrap_or_default()
         })
     };
     let has_chart = round.outcome.estimates().is_some();
