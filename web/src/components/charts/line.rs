@@ -43,9 +43,9 @@ const PLOT_HEIGHT: f64 = 300.0;
 pub fn render(spec: &LineChartSpec, id: &str) -> String {
     let plot = Plot { left: 92.0, top: 52.0, width: svg::WIDTH - 92.0 - 28.0, height: PLOT_HEIGHT };
     let legend_top = plot.bottom() + 78.0;
-    let legend_rows = spec.series.len().div_ceil(3) as f64;
+    let legend_height = svg::legend_height(spec.series.iter().map(|s| s.name.as_str()));
     let note_lines = spec.note.as_ref().map_or(0.0, |n| (n.chars().count() / 95 + 1) as f64);
-    let height = legend_top + legend_rows * 26.0 + note_lines * 18.0 + 16.0;
+    let height = legend_top + legend_height + note_lines * 18.0 + 16.0;
 
     let mut out = String::new();
     svg::open(&mut out, id, height, &spec.title);

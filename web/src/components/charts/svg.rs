@@ -131,12 +131,11 @@ pub enum Swatch<'a> {
 
 /// The legend under the plot, three entries per row, starting at `top`. Returns its height.
 pub fn legend(out: &mut String, top: f64, entries: &[(Swatch<'_>, &str)]) -> f64 {
-    const PER_ROW: usize = 3;
-    const ROW: f64 = 26.0;
-    let column = (WIDTH - 32.0) / PER_ROW as f64;
+    let per_row = legend_columns(entries.iter().map(|(_, name)| *name));
+    let column = (WIDTH - 32.0) / per_row as f64;
     for (i, (swatch, name)) in entries.iter().enumerate() {
-        let x = 16.0 + (i % PER_ROW) as f64 * column;
-        let y = top + (i / PER_ROW) as f64 * ROW;
+        let x = 16.0 + (i % per_row) as f64 * column;
+        let y = top + (i / per_row) as f64 * LEGEND_ROW;
         match swatch {
             Swatch::Line { color, dashed } => {
                 let dash = if *dashed { r##" stroke-dasharray="7 5""## } else { "" };
@@ -162,7 +161,24 @@ pub fn legend(out: &mut String, top: f64, entries: &[(Swatch<'_>, &str)]) -> f64
             name = escape(name),
         );
     }
-    entries.len().div_ceil(PER_ROW) as f64 * ROW
+    entries.len().div_ceil(per_row) as f64 * LEGEND_ROW
+}
+
+/// The height of one legend row.
+pub const LEGEND_ROW: f64 = 26.0;
+
+/// How many legend entries fit side by side (at most 3) so that the longest name does not run into
+/// its neighbour: a 15 px label takes about 8 px a character, after a 38 px swatch.
+pub fn legend_columns<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    let longest = names.map(|n| n.chars().count()).max().unwrap_or(0) as f64;
+    let fits = ((WIDTH - 32.0) / (38.0 + 8.0 * longest + 12.0)).floor() as usize;
+    fits.clamp(1, 3)
+}
+
+/// The height the legend of `names` takes.
+pub fn legend_height<'a>(names: impl Iterator<Item = &'a str> + Clone) -> f64 {
+    let count = names.clone().count();
+    count.div_ceil(legend_columns(names)) as f64 * LEGEND_ROW
 }
 
 /// A short note under everything (e.g. a caveat), wrapped at about 100 characters a line.
@@ -192,6 +208,23 @@ pub fn note(out: &mut String, top: f64, text: &str) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_legend_names_get_fewer_columns_and_more_rows() {
+        let short = ["basic", "strong", "RDP", "moments"];
+        assert_eq!(legend_columns(short.iter().copied()), 3);
+        assert_eq!(legend_height(short.iter().copied()), 2.0 * LEGEND_ROW);
+        let long = ["δ_cape, adversary's full view (the guarantee)", "δ_conv", "δ_pool"];
+        let columns = legend_columns(long.iter().copied());
+        assert!(columns < 3);
+        // the widest label, at 8 px a character after its swatch, ends inside its column
+        let column = (WIDTH - 32.0) / columns as f64;
+        assert!(38.0 + 8.0 * long[0].chars().count() as f64 <= column);
+        assert_eq!(
+            legend_height(long.iter().copied()),
+            3usize.div_ceil(columns) as f64 * LEGEND_ROW
+        );
+    }
 
     #[test]
     fn text_is_escaped() {
