@@ -10,110 +10,23 @@
 // Every browser tab gets its own context, like separate devices: offline emulation of one site
 // must not touch the others. Waits are for selectors and page conditions, never for fixed times.
 
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const require = createRequire(path.join(root, 'tools', 'package.json'));
-const { chromium } = require('playwright-core');
-
-const relayBin = path.resolve(root, process.env.CAPELAB_RELAY_BIN ?? 'target/debug/capelab-relay');
-const distDir = path.resolve(root, process.env.CAPELAB_DIST ?? 'dist');
-const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const artifacts = path.join(root, 'tests', 'artifacts');
-
-// Generous upper bounds for event-driven waits; a healthy run finishes each step in well under 1 s.
-const STEP_TIMEOUT_MS = 15_000;
-const RELAY_START_TIMEOUT_MS = 20_000;
-
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-dev-shm-usage',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
-
-/** Starts the relay on a free port and resolves with its base URL from the LISTENING line. */
-function startRelay() {
-  const child = spawn(relayBin, ['--port', '0', '--static-dir', distDir], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const stderr = [];
-  child.stderr.on('data', (chunk) => stderr.push(chunk.toString()));
-  const url = new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`relay printed no LISTENING line in ${RELAY_START_TIMEOUT_MS} ms; stderr:\n${stderr.join('')}`)),
-      RELAY_START_TIMEOUT_MS,
-    );
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      reject(new Error(`cannot start ${relayBin}: ${err.message} (build it: cargo build -p capelab-relay)`));
-    });
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`relay exited with ${code} before listening; stderr:\n${stderr.join('')}`));
-    });
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const match = /^LISTENING (http:\/\/\S+?)\/?$/.exec(line.trim());
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-  });
-  return { child, url, stderr };
-}
-
-/**
- * A tab in its own browser context, recording page errors and console errors.
- * `allow` holds patterns of console errors that are expected at the moment (e.g. while offline).
- */
-async function openTab(browser, label) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-  // The tab's "network cable": remember every WebSocket the page opens, so the test can cut it.
-  // (Chromium's offline emulation blocks new connections but leaves open websockets alone, and
-  // CDP has no command to close one.) The subclass changes nothing else about WebSocket.
-  await context.addInitScript(() => {
-    const Native = window.WebSocket;
-    window.__e2eSockets = [];
-    window.WebSocket = class extends Native {
-      constructor(...args) {
-        super(...args);
-        window.__e2eSockets.push(this);
-      }
-    };
-  });
-  const page = await context.newPage();
-  const tab = { label, context, page, errors: [], allow: [] };
-  page.on('pageerror', (err) => tab.errors.push(`pageerror: ${err.message}`));
-  page.on('console', (msg) => {
-    if (msg.type() !== 'error') return;
-    const text = msg.text();
-    if (tab.allow.some((pattern) => pattern.test(text))) return;
-    tab.errors.push(`console.error: ${text}`);
-  });
-  return tab;
-}
-
-function assertNoErrors(tabs) {
-  const found = tabs.flatMap((t) => t.errors.map((e) => `${t.label}: ${e}`));
-  assert.deepEqual(found, [], 'no page errors or console errors');
-}
-
-async function shot(tab, name) {
-  await tab.page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
-}
+import {
+  STEP_TIMEOUT_MS,
+  artifacts,
+  assertNoErrors,
+  connectedState,
+  launchBrowser,
+  openTab,
+  presences,
+  shot,
+  startRelay,
+  stopRelay,
+  waitForCount,
+} from './helpers.mjs';
 
 /** Cuts a tab off the network: new connections fail, and its open websockets are closed. */
 async function unplug(tab) {
@@ -124,28 +37,6 @@ async function unplug(tab) {
     return open.length;
   });
   assert.equal(closed, 1, 'the site had exactly one open websocket');
-}
-
-/** Waits until `selector` matches exactly `count` elements. */
-async function waitForCount(page, selector, count) {
-  await page.waitForFunction(
-    ([sel, n]) => document.querySelectorAll(sel).length === n,
-    [selector, count],
-    { timeout: STEP_TIMEOUT_MS },
-  );
-}
-
-/** `{id: presence}` for the list items matching `selector`. */
-async function presences(page, selector) {
-  return page.$$eval(selector, (items) =>
-    Object.fromEntries(items.map((li) => [li.dataset.peerId, li.dataset.presence])),
-  );
-}
-
-async function connectedState(tab) {
-  await tab.page.waitForSelector('[data-testid="connection-state"][data-state="connected"]', {
-    timeout: STEP_TIMEOUT_MS,
-  });
 }
 
 describe('capelab room over the real relay', { concurrency: false }, () => {
@@ -162,21 +53,12 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
     mkdirSync(artifacts, { recursive: true });
     relay = startRelay();
     base = await relay.url;
-    browser = await chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
+    browser = await launchBrowser();
   });
 
   after(async () => {
     await browser?.close().catch(() => {});
-    if (relay && relay.child.exitCode === null) {
-      relay.child.kill('SIGTERM');
-      await new Promise((resolve) => {
-        const force = setTimeout(() => relay.child.kill('SIGKILL'), 8_000);
-        relay.child.on('exit', () => {
-          clearTimeout(force);
-          resolve();
-        });
-      });
-    }
+    await stopRelay(relay);
   });
 
   it('the dashboard creates a room and shows its code, link and QR code', async () => {

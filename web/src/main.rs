@@ -2,20 +2,31 @@
 capelab's browser app: each tab is a *site* or the *dashboard* (the aggregator) of a room.
 
 Map: `app.rs` picks the screen; `routes/` holds the screens (landing, dashboard, site);
-`components/` small views; `session.rs` turns transport events into signals; `transport.rs` is the
-only file that touches the relay's websocket; `saved_seat.rs` and `page_url.rs` keep a tab's seat
-across reloads; `roster.rs`, `room_code.rs` and `transport/link.rs` are pure logic, tested natively.
+`components/` small views (`components/charts/` the SVG charts, `components/study/` the study's
+panels); `session.rs` turns transport events into signals; `transport.rs` is the only file that
+touches the relay's websocket; `study_driver/` is the only place protocol roles run (the dashboard's
+aggregator, a site's role and ledger); `study_view/` derives charts, sentences and exports from the
+core's outcomes; `ledger_report.rs` is the sites' budget message, `ledger_store.rs` keeps ledgers
+in `localStorage`, `local_data.rs` reads and generates a site's values, `download.rs` moves files
+in and out; `saved_seat.rs` and `page_url.rs` keep a tab's seat across reloads; `roster.rs`,
+`room_code.rs` and `transport/link.rs` are pure logic, tested natively.
 Components render signals and never run protocol steps: protocols live in `capelab_core`.
 */
 
 mod app;
 mod components;
+mod download;
+mod ledger_report;
+mod ledger_store;
+mod local_data;
 mod page_url;
 mod room_code;
 mod roster;
 mod routes;
 mod saved_seat;
 mod session;
+mod study_driver;
+mod study_view;
 mod transport;
 
 fn main() {

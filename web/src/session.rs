@@ -9,9 +9,12 @@ its owner's cleanup drops the transport, which closes the socket.
 On every `Welcome` the seat is saved for this tab and the address bar shows `?room=CODE`, so a
 reload walks back into the room as the same participant (`saved_seat.rs`).
 
-Protocol messages (`TransportEvent::Message`) have no consumer yet: the app shell runs no protocol.
-The protocol drivers that come later attach here, next to the roster.
+A protocol driver attaches here, next to the roster ([`RoomState::attach`]): it sees every event
+after the roster has, and sends through [`RoomState::transport`]. The private-mean study's drivers
+(`study_driver/`) are the ones the app has.
 */
+
+use std::rc::Rc;
 
 use capelab_core::transport::{Transport, TransportEvent};
 use capelab_core::wire::Peer;
@@ -37,7 +40,12 @@ pub struct RoomState {
     /// Messages of frames the relay refused, newest last, for the user to read.
     pub refusals: RwSignal<Vec<String>>,
     transport: StoredValue<Option<WsTransport>, LocalStorage>,
+    hook: StoredValue<Option<EventHook>, LocalStorage>,
 }
+
+/// A protocol driver's view of the room: every transport event, after the roster has seen it.
+/// Called outside any reactive tracking.
+pub type EventHook = Rc<dyn Fn(&TransportEvent)>;
 
 impl RoomState {
     /// Connects to the page's relay and enters a room as `hello` says. Call it inside a component:
@@ -51,6 +59,7 @@ impl RoomState {
             roster: RwSignal::new(Roster::default()),
             refusals: RwSignal::new(Vec::new()),
             transport: StoredValue::new_local(None),
+            hook: StoredValue::new_local(None),
         };
         let Some(url) = relay_url() else {
             status.set(LinkStatus::Failed {
@@ -68,6 +77,18 @@ impl RoomState {
         state
     }
 
+    /// Hands every later transport event to `hook` (one driver per room view; a second call
+    /// replaces the first).
+    pub fn attach(&self, hook: impl Fn(&TransportEvent) + 'static) {
+        self.hook.set_value(Some(Rc::new(hook)));
+    }
+
+    /// The room's transport, for a driver to send through (`None` if the page has no relay to
+    /// connect to).
+    pub fn transport(&self) -> Option<WsTransport> {
+        self.transport.with_value(|t| t.clone())
+    }
+
     /// Leaves the room for good (closes the socket; no reconnect).
     pub fn leave(&self) {
         self.transport.with_value(|t| {
@@ -81,8 +102,12 @@ impl RoomState {
     /// Moves every waiting transport event into the signals.
     fn pump(&self) {
         let Some(mut transport) = self.transport.with_value(|t| t.clone()) else { return };
+        let hook = self.hook.with_value(|h| h.clone());
         while let Some(event) = transport.poll_event() {
             self.roster.update(|r| r.apply(&event));
+            if let Some(hook) = &hook {
+                untrack(|| hook(&event));
+            }
             match event {
                 TransportEvent::Connected { room, you, .. } => {
                     if let Some(identity) = transport.identity() {
@@ -106,9 +131,9 @@ impl RoomState {
                         r.drain(..excess);
                     });
                 }
-                // No protocol runs in the app shell yet; see the module docs.
-                TransportEvent::Message { .. } => {}
-                TransportEvent::PeerJoined(_)
+                // Protocol traffic is the attached driver's (see the module docs).
+                TransportEvent::Message { .. }
+                | TransportEvent::PeerJoined(_)
                 | TransportEvent::PeerRejoined(_)
                 | TransportEvent::PeerLeft(_)
                 | TransportEvent::Disconnected { .. } => {}

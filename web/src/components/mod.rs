@@ -1,7 +1,9 @@
 //! Small views that render signals; no protocol logic.
 
+pub mod charts;
 pub mod connection_badge;
 pub mod copy_link;
 pub mod presence_list;
 pub mod qr;
 pub mod refusals;
+pub mod study;

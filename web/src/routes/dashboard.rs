@@ -1,4 +1,5 @@
-//! The dashboard: the room's code, link and QR code for sites to join, and who is here.
+//! The dashboard: the room's code, link and QR code for sites to join, who is here, and the
+//! private-mean study (form, live rounds, results, privacy budgets, what the relay sees).
 
 use capelab_core::wire::Role;
 use leptos::prelude::*;
@@ -8,14 +9,21 @@ use crate::components::copy_link::CopyLink;
 use crate::components::presence_list::PresenceList;
 use crate::components::qr::QrCode;
 use crate::components::refusals::RelayNotices;
+use crate::components::study::mean_panel::MeanPanel;
+use crate::components::study::privacy_panel::PrivacyPanel;
+use crate::components::study::results_panel::ResultsPanel;
+use crate::components::study::wire_panel::WirePanel;
 use crate::page_url::{join_link, page_is_on_loopback};
 use crate::session::RoomState;
+use crate::study_driver::dashboard::DashboardStudy;
 use crate::transport::{Hello, LinkStatus};
 
 /// A room's dashboard: creates the room (`Hello::Create`), or re-enters it after a reload.
 #[component]
 pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
     let state = RoomState::start(hello);
+    let study = DashboardStudy::start(state);
+    let me = Signal::derive(move || state.me.get().map(|p| p.id));
     // Memos: a reconnect re-announces the same room, which must not rebuild the QR code.
     let room = Memo::new(move |_| state.room.get());
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
@@ -88,6 +96,10 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
                     empty_text="No sites yet. Open the join link on another device or tab."
                 />
             </section>
+            <MeanPanel study state />
+            <ResultsPanel study />
+            <PrivacyPanel study state />
+            <WirePanel lines=study.view.wire total=study.view.wire_total me />
         </main>
     }
 }

@@ -1,18 +1,25 @@
-//! A site: its connection, its id, the room's other participants and its local data.
+//! A site: its connection, its id, the room's other participants, its local data, its part in
+//! the current study and its privacy ledger.
 
 use leptos::prelude::*;
 
 use crate::components::connection_badge::ConnectionBadge;
 use crate::components::presence_list::PresenceList;
 use crate::components::refusals::RelayNotices;
+use crate::components::study::ledger_panel::LedgerPanel;
+use crate::components::study::local_data_panel::LocalDataPanel;
+use crate::components::study::site_study_panel::SiteStudyPanel;
 use crate::roster::display_name;
 use crate::session::RoomState;
+use crate::study_driver::site::SiteStudy;
 use crate::transport::{Hello, LinkStatus};
 
 /// A site in room `room`, entered as `hello` says (a fresh join, or a reloaded tab resuming).
 #[component]
 pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
     let state = RoomState::start(hello);
+    let study = SiteStudy::start(state);
+    let name = Signal::derive(move || state.me.get().map(|me| display_name(&me)));
     let connected = move || state.status.get() == LinkStatus::Connected;
     let failed = move || matches!(state.status.get(), LinkStatus::Failed { .. });
     let me = move || {
@@ -57,13 +64,9 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
                 </Show>
                 <PresenceList roster=state.roster item_testid="peer" empty_text="Nobody else yet." />
             </section>
-            <section class="card local-data" data-testid="local-data">
-                <h2>"Local data"</h2>
-                <p>
-                    "Nothing here yet. This panel will hold this site's private data once the "
-                    "protocols arrive; the app shell loads no data and sends none."
-                </p>
-            </section>
+            <SiteStudyPanel study />
+            <LocalDataPanel study name />
+            <LedgerPanel study />
         </main>
     }
 }

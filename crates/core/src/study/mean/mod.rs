@@ -88,4 +88,4 @@ pub use outcome::{
     StudyOutcome, StudyPhase, StudyResult, Theory, ViewPrivacy,
 };
 pub use params::{Calibration, NoisePlan, StudyParams, collusion_factor};
-pub use site::{MeanSite, SiteAbort, SiteAttempt, SiteOutcome, SitePhase};
+pub use site::{MeanSite, SiteAbort, SiteAttempt, SiteOutcome, SitePhase, ledger_study_name};

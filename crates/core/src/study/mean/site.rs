@@ -202,6 +202,15 @@ impl<L: LedgerAccess> MeanSite<L> {
         self.history.last().map_or(0, |a| a.attempt)
     }
 
+    /// g_s of `attempt`: the fresh noise N(0, τ²/|U|) in its release, â_s − f(x_s) − e_s, for a
+    /// tab to show beside e_s and â_s (spec §2 Algorithm 2). `None` before that attempt's
+    /// release. Local only, like everything in [`SiteAttempt`].
+    pub fn fresh_noise(&self, attempt: &SiteAttempt) -> Option<Vec<f64>> {
+        let value = self.local_value()?;
+        let (release, zero_sum) = (attempt.release.as_ref()?, attempt.zero_sum_noise.as_ref()?);
+        Some(release.iter().zip(value).zip(zero_sum).map(|((a, f), e)| a - f - e).collect())
+    }
+
     /// The ledger entries this study recorded, in order.
     pub fn spent(&self) -> &[LedgerEntry] {
         &self.spent
@@ -566,7 +575,7 @@ impl<L: LedgerAccess> MeanSite<L> {
     ) -> Result<Vec<Release>, LedgerError> {
         let joined = self.joined.as_ref().expect("accepted, so joined");
         let z = joined.plan.noise_multiplier;
-        let study = format!("mean {}", self.study.expect("started").to_hex());
+        let study = ledger_study_name(self.study.expect("started"));
         let time_ms = self.ledger.with_ledger(|l| gate::release_time(l, now_ms));
         let mut events = vec![Event::with_collusion_factor(
             format!("mean/cape attempt {attempt}"),
@@ -638,6 +647,12 @@ impl<L: LedgerAccess> MeanSite<L> {
         };
         StudyError::WrongPhase { phase: self.phase_name(), expected, got, from }
     }
+}
+
+/// The study name under which a site's ledger records the releases of private-mean study
+/// `study` ([`Release::study`]): a dashboard matches ledger reports to its rounds by it.
+pub fn ledger_study_name(study: StudyId) -> String {
+    format!("mean {}", study.to_hex())
 }
 
 /// Wraps SecureAgg messages of `attempt` in the study's envelope, keeping their kinds.

@@ -1,0 +1,183 @@
+// Shared pieces of the end-to-end tests: the real relay on a free port, headless Debian Chromium,
+// one browser context per tab (like separate devices), console and page errors collected per tab.
+//
+// Env: CAPELAB_RELAY_BIN (default target/debug/capelab-relay), CAPELAB_DIST (default dist),
+// CHROMIUM (default /usr/bin/chromium). Screenshots go to tests/artifacts/.
+//
+// Waits are for selectors and page conditions, never for fixed times.
+
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const require = createRequire(path.join(root, 'tools', 'package.json'));
+export const { chromium } = require('playwright-core');
+
+export const relayBin = path.resolve(root, process.env.CAPELAB_RELAY_BIN ?? 'target/debug/capelab-relay');
+export const distDir = path.resolve(root, process.env.CAPELAB_DIST ?? 'dist');
+export const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+export const artifacts = path.join(root, 'tests', 'artifacts');
+
+// Generous upper bounds for event-driven waits; a healthy run finishes each step in well under 1 s.
+export const STEP_TIMEOUT_MS = 15_000;
+const RELAY_START_TIMEOUT_MS = 20_000;
+
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
+/** Starts the relay on a free port and resolves with its base URL from the LISTENING line. */
+export function startRelay() {
+  const child = spawn(relayBin, ['--port', '0', '--static-dir', distDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stderr = [];
+  child.stderr.on('data', (chunk) => stderr.push(chunk.toString()));
+  const url = new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`relay printed no LISTENING line in ${RELAY_START_TIMEOUT_MS} ms; stderr:\n${stderr.join('')}`)),
+      RELAY_START_TIMEOUT_MS,
+    );
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${relayBin}: ${err.message} (build it: cargo build -p capelab-relay)`));
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`relay exited with ${code} before listening; stderr:\n${stderr.join('')}`));
+    });
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const match = /^LISTENING (http:\/\/\S+?)\/?$/.exec(line.trim());
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+  });
+  return { child, url, stderr };
+}
+
+/** Stops the relay started by `startRelay` (SIGTERM, then SIGKILL after 8 s). */
+export async function stopRelay(relay) {
+  if (!relay || relay.child.exitCode !== null) return;
+  relay.child.kill('SIGTERM');
+  await new Promise((resolve) => {
+    const force = setTimeout(() => relay.child.kill('SIGKILL'), 8_000);
+    relay.child.on('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+  });
+}
+
+export function launchBrowser() {
+  return chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
+}
+
+/**
+ * A tab in its own browser context, recording page errors and console errors.
+ * `allow` holds patterns of console errors that are expected at the moment (e.g. while offline).
+ */
+export async function openTab(browser, label, viewport = { width: 1280, height: 860 }) {
+  const context = await browser.newContext({ viewport });
+  // The tab's "network cable": remember every WebSocket the page opens, so a test can cut it.
+  // (Chromium's offline emulation blocks new connections but leaves open websockets alone, and
+  // CDP has no command to close one.) The subclass changes nothing else about WebSocket.
+  await context.addInitScript(() => {
+    const Native = window.WebSocket;
+    window.__e2eSockets = [];
+    window.WebSocket = class extends Native {
+      constructor(...args) {
+        super(...args);
+        window.__e2eSockets.push(this);
+      }
+    };
+  });
+  const page = await context.newPage();
+  const tab = { label, context, page, errors: [], allow: [] };
+  page.on('pageerror', (err) => tab.errors.push(`pageerror: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const text = msg.text();
+    if (tab.allow.some((pattern) => pattern.test(text))) return;
+    tab.errors.push(`console.error: ${text}`);
+  });
+  return tab;
+}
+
+/** Closes a tab for good (the page and its context), as a user closing it would. */
+export async function closeTab(tabs, tab) {
+  await tab.page.close();
+  await tab.context.close();
+  const i = tabs.indexOf(tab);
+  if (i >= 0) tabs.splice(i, 1);
+}
+
+export function assertNoErrors(tabs) {
+  const found = tabs.flatMap((t) => t.errors.map((e) => `${t.label}: ${e}`));
+  assert.deepEqual(found, [], 'no page errors or console errors');
+}
+
+export async function shot(tab, name) {
+  await tab.page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
+}
+
+/** Waits until `selector` matches exactly `count` elements. */
+export async function waitForCount(page, selector, count) {
+  await page.waitForFunction(
+    ([sel, n]) => document.querySelectorAll(sel).length === n,
+    [selector, count],
+    { timeout: STEP_TIMEOUT_MS },
+  );
+}
+
+/** `{id: presence}` for the list items matching `selector`. */
+export async function presences(page, selector) {
+  return page.$$eval(selector, (items) =>
+    Object.fromEntries(items.map((li) => [li.dataset.peerId, li.dataset.presence])),
+  );
+}
+
+export async function connectedState(tab) {
+  await tab.page.waitForSelector('[data-testid="connection-state"][data-state="connected"]', {
+    timeout: STEP_TIMEOUT_MS,
+  });
+}
+
+/** The dashboard creates a room; resolves with its code and join link. */
+export async function createRoom(tab, base, name = 'Teacher') {
+  const { page } = tab;
+  await page.goto(`${base}/`);
+  await page.waitForSelector('[data-testid="create-room"]', { timeout: STEP_TIMEOUT_MS });
+  await page.fill('#create-name', name);
+  await page.click('[data-testid="create-room"]');
+  const code = await page.waitForSelector('[data-testid="room-code"]', { timeout: STEP_TIMEOUT_MS });
+  const roomCode = (await code.textContent()).trim();
+  const joinLink = await page.inputValue('[data-testid="join-link"]');
+  await connectedState(tab);
+  return { roomCode, joinLink };
+}
+
+/** A site joins through the join link under `name`; resolves with its id. */
+export async function joinAsSite(tab, joinLink, name) {
+  const { page } = tab;
+  await page.goto(joinLink);
+  await page.waitForSelector('#join-name', { timeout: STEP_TIMEOUT_MS });
+  await page.fill('#join-name', name);
+  await page.click('[data-testid="join-room"]');
+  const id = await page.waitForSelector('[data-testid="my-id"]', { timeout: STEP_TIMEOUT_MS });
+  await connectedState(tab);
+  return (await id.textContent()).trim();
+}

@@ -1,0 +1,122 @@
+//! A site's privacy ledger: its budget (ε at δ), what it has spent, every release, and export and
+//! import. The ledger is the core's `accountant::Ledger`; this panel only shows it and forwards
+//! the user's changes to the site driver, which refuses bad ones with the ledger's own message.
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::components::charts::scale::format_value;
+use crate::download;
+use crate::study_driver::site::SiteStudy;
+
+#[component]
+pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
+    let ledger = study.view.ledger;
+    let error = study.view.ledger_error;
+    let budget_epsilon = RwSignal::new(String::new());
+    let budget_delta = RwSignal::new(String::new());
+    // The budget fields follow the ledger (on load, import and change).
+    Effect::new(move || {
+        if let Some(l) = ledger.get() {
+            budget_epsilon.set(l.budget.epsilon.to_string());
+            budget_delta.set(format!("{:e}", l.budget.delta));
+        }
+    });
+    let set_budget = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let epsilon = budget_epsilon.get_untracked().trim().parse::<f64>();
+        let delta = budget_delta.get_untracked().trim().parse::<f64>();
+        match (epsilon, delta) {
+            (Ok(e), Ok(d)) => study.set_budget(e, d),
+            (Err(_), _) => error.set(Some(format!(
+                "budget ε: “{}” is not a number",
+                budget_epsilon.get_untracked().trim()
+            ))),
+            (_, Err(_)) => error.set(Some(format!(
+                "budget δ: “{}” is not a number",
+                budget_delta.get_untracked().trim()
+            ))),
+        }
+    };
+    let export = move |_| match study.export_ledger() {
+        Some((file, json)) => error.set(download::text(&file, "application/json", &json).err()),
+        None => error.set(Some("no ledger yet".into())),
+    };
+    let import = move |ev: leptos::ev::Event| {
+        let Some(input) = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+        else {
+            return;
+        };
+        leptos::task::spawn_local(async move {
+            match download::picked_file_text(&input).await {
+                Ok(Some((_, text))) => study.import_ledger(&text),
+                Ok(None) => {}
+                Err(e) => error.set(Some(format!("could not read the file: {e}"))),
+            }
+            // Picking the same file again must fire `change` again.
+            input.set_value("");
+        });
+    };
+    let body = move || {
+        ledger.get().map(|l| {
+            let share = (l.spent / l.budget.epsilon).clamp(0.0, 1.0);
+            let entries = l.entries.iter().rev().map(|e| {
+                let study = e.study.split(' ').nth(1).map(|hex| hex.chars().take(8).collect::<String>()).unwrap_or_else(|| e.study.clone());
+                view! {
+                    <tr>
+                        <td class="mono">{study}</td>
+                        <td>{e.event.label().to_owned()}</td>
+                        <td>{format_value(e.event.collusion_factor())}</td>
+                        <td>{format_value(e.epsilon_after)}</td>
+                    </tr>
+                }
+            }).collect_view();
+            view! {
+                <p class="ledger-total">
+                    <span class="big" data-testid="ledger-spent" data-spent=l.spent>{format_value(l.spent)}</span>
+                    " of ε = " {format_value(l.budget.epsilon)} " spent (at δ = " {format!("{:e}", l.budget.delta)} ")"
+                </p>
+                <div class="bar"><div class="bar-fill" style=format!("width: {:.1}%", 100.0 * share)></div></div>
+                <p class="muted">
+                    <span data-testid="ledger-releases" data-count=l.entries.len()>{l.entries.len()} " releases"</span>
+                    " · " {format_value(l.remaining)} " left"
+                </p>
+                {l.note.clone().map(|n| view! { <p class="callout callout-warn" data-testid="ledger-note">{n}</p> })}
+                <p class="hint-plain">
+                    "Kept in this browser under the site name “" <strong>{l.site.clone()}</strong>
+                    "”: it survives reloads. Tabs on this computer with different names keep separate "
+                    "ledgers; tabs with the same name share this one."
+                </p>
+                {(!l.entries.is_empty()).then(|| view! {
+                    <table class="numbers ledger-table">
+                        <tr><th>"study"</th><th>"release"</th><th>"c_S"</th><th>"ε after"</th></tr>
+                        {entries}
+                    </table>
+                })}
+            }
+        })
+    };
+    view! {
+        <section class="card ledger" data-testid="ledger">
+            <h2>"Privacy ledger"</h2>
+            {move || ledger.with(Option::is_none).then(|| view! {
+                <p class="muted">"Loaded once the relay has named this site."</p>
+            })}
+            {body}
+            <form class="inline-form" on:submit=set_budget>
+                <label for="budget-epsilon">"Budget ε"</label>
+                <input id="budget-epsilon" class="short" inputmode="decimal" bind:value=budget_epsilon />
+                <label for="budget-delta">"at δ"</label>
+                <input id="budget-delta" class="short" inputmode="decimal" bind:value=budget_delta />
+                <button type="submit" class="button" data-testid="set-budget">"Set budget"</button>
+            </form>
+            {move || error.get().map(|e| view! { <p class="form-error" data-testid="ledger-error" role="alert">{e}</p> })}
+            <div class="exports">
+                <button type="button" class="button" data-testid="export-ledger" on:click=export>"Export JSON"</button>
+                <label class="button file-button">"Import JSON"
+                    <input id="import-ledger" type="file" accept=".json,application/json" on:change=import />
+                </label>
+            </div>
+        </section>
+    }
+}

@@ -1,0 +1,175 @@
+//! A site's "Local data" panel: where its private values come from (a seed, typed values, or a
+//! CSV file), with validation errors that name the line, column and value, and the site's own
+//! local mean, which never leaves the tab.
+
+use capelab_core::study::mean::row_mean;
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::components::charts::scale::format_value;
+use crate::download;
+use crate::ledger_store;
+use crate::local_data::{DataSource, parse_table};
+use crate::study_driver::site::SiteStudy;
+
+/// The size of the seeded preview before any study has said how many values it needs.
+const PREVIEW_ROWS: usize = 1000;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Seed,
+    Typed,
+    File,
+}
+
+#[component]
+pub fn LocalDataPanel(
+    study: SiteStudy,
+    #[prop(into)] name: Signal<Option<String>>,
+) -> impl IntoView {
+    let data = study.view.data;
+    let initial_seed = match data.get_untracked() {
+        DataSource::Seeded { seed } => seed.to_string(),
+        DataSource::Table { .. } => String::new(),
+    };
+    let choice = RwSignal::new(Choice::Seed);
+    let seed_text = RwSignal::new(initial_seed);
+    let typed = RwSignal::new("0.42\n0.57\n0.61\n0.38\n0.50".to_owned());
+    let error = RwSignal::new(None::<String>);
+    let file_name = RwSignal::new(None::<String>);
+
+    // The seed field follows a seed loaded from storage after the welcome.
+    Effect::new(move || {
+        if let DataSource::Seeded { seed } = data.get() {
+            seed_text.set(seed.to_string());
+        }
+    });
+
+    let use_seed = move || match seed_text.get_untracked().trim().parse::<u64>() {
+        Ok(seed) => {
+            error.set(None);
+            if let Some(name) = name.get_untracked() {
+                ledger_store::save_seed(&name, seed);
+            }
+            data.set(DataSource::Seeded { seed });
+        }
+        Err(_) => error.set(Some(format!(
+            "seed: “{}” is not a whole number (0 to 18446744073709551615)",
+            seed_text.get_untracked().trim()
+        ))),
+    };
+    let use_typed = move || match parse_table(&typed.get_untracked()) {
+        Ok(table) => {
+            error.set(None);
+            data.set(DataSource::Table { origin: "typed".into(), table });
+        }
+        Err(e) => error.set(Some(e.to_string())),
+    };
+    let on_file = move |ev: leptos::ev::Event| {
+        let Some(input) = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+        else {
+            return;
+        };
+        leptos::task::spawn_local(async move {
+            match download::picked_file_text(&input).await {
+                Ok(Some((file, text))) => match parse_table(&text) {
+                    Ok(table) => {
+                        error.set(None);
+                        file_name.set(Some(file.clone()));
+                        data.set(DataSource::Table { origin: format!("file {file}"), table });
+                    }
+                    Err(e) => error.set(Some(format!("{file}: {e}"))),
+                },
+                Ok(None) => {}
+                Err(e) => error.set(Some(format!("could not read the file: {e}"))),
+            }
+        });
+    };
+
+    // What the site holds now, and its mean: the study's own f(x_s) once a study has started.
+    let summary = move || {
+        let study_mean = study
+            .view
+            .study
+            .with(|s| s.as_ref().and_then(|s| Some((s.local_mean.clone()?, s.params.clone()?))));
+        let source = data.get();
+        let (label, mean) = match (&study_mean, &source) {
+            (Some((mean, params)), _) => (
+                format!(
+                    "the {} × {} values of the current study",
+                    params.values_per_site, params.dimension
+                ),
+                mean.clone(),
+            ),
+            (None, DataSource::Seeded { .. }) => {
+                let rows = source.rows_for(PREVIEW_ROWS, 1);
+                (format!("a preview of {PREVIEW_ROWS} values"), row_mean(&rows, 1))
+            }
+            (None, DataSource::Table { table, .. }) => {
+                (format!("{} rows × {} columns", table.rows.len(), table.width()), table.mean())
+            }
+        };
+        let origin = match &source {
+            DataSource::Seeded { seed } => format!("generated from seed {seed}"),
+            DataSource::Table { origin, table } => format!(
+                "{origin}: {} rows × {} column(s){}",
+                table.rows.len(),
+                table.width(),
+                table.header.as_ref().map(|h| format!(" ({})", h.join(", "))).unwrap_or_default()
+            ),
+        };
+        let json = serde_json::to_string(&mean).unwrap_or_default();
+        let shown = mean.iter().map(|m| format_value(*m)).collect::<Vec<_>>().join(", ");
+        let in_study = study_mean.is_some();
+        view! {
+            <p class="muted" data-testid="data-origin">"Values " {origin} "."</p>
+            <div class="local-mean">
+                <p class="label">"Local mean (private: never sent)"</p>
+                <p class="local-mean-value" data-testid="local-mean" data-values=json data-in-study=in_study.to_string()>{shown}</p>
+                <p class="muted small">"of " {label}</p>
+            </div>
+        }
+    };
+
+    let radio = move |value: Choice, label: &'static str, testid: &'static str| {
+        view! {
+            <label class="check">
+                <input type="radio" name="data-source" data-testid=testid
+                    prop:checked=move || choice.get() == value
+                    on:change=move |_| choice.set(value) />
+                {label}
+            </label>
+        }
+    };
+    view! {
+        <section class="card local-data" data-testid="local-data">
+            <h2>"Local data"</h2>
+            <p class="muted">
+                "Values in [0, 1], one row per line (several columns for d > 1). A study uses N_s "
+                "rows of d values: a seed makes exactly that many; typed or loaded values must match."
+            </p>
+            <div class="source-choice">
+                {radio(Choice::Seed, "from a seed", "source-seed")}
+                {radio(Choice::Typed, "typed", "source-typed")}
+                {radio(Choice::File, "CSV file", "source-file")}
+            </div>
+            <Show when=move || choice.get() == Choice::Seed>
+                <div class="inline-form">
+                    <label for="data-seed">"Seed"</label>
+                    <input id="data-seed" inputmode="numeric" bind:value=seed_text />
+                    <button type="button" class="button" data-testid="use-seed" on:click=move |_| use_seed()>"Use this seed"</button>
+                </div>
+            </Show>
+            <Show when=move || choice.get() == Choice::Typed>
+                <textarea id="data-typed" rows="6" spellcheck="false" bind:value=typed></textarea>
+                <button type="button" class="button" data-testid="use-typed" on:click=move |_| use_typed()>"Use these values"</button>
+            </Show>
+            <Show when=move || choice.get() == Choice::File>
+                <input id="data-file" type="file" accept=".csv,text/csv,text/plain" on:change=on_file />
+                {move || file_name.get().map(|f| view! { <p class="muted small">"Loaded " {f}</p> })}
+            </Show>
+            {move || error.get().map(|e| view! { <p class="form-error" data-testid="data-error" role="alert">{e}</p> })}
+            {summary}
+        </section>
+    }
+}

@@ -1,0 +1,199 @@
+//! The dashboard's "Private mean" panel: the study form, and while a study runs, where it is,
+//! who it waits for, and (in step-by-step mode) the held round with its explanation.
+
+use capelab_core::study::mean::AggregatorPhase;
+use capelab_core::wire::{ParticipantId, Role};
+use leptos::prelude::*;
+
+use crate::components::charts::scale::format_value;
+use crate::session::RoomState;
+use crate::study_driver::dashboard::{DashboardStudy, LiveStudy};
+use crate::study_driver::form::{MeanFields, default_threshold};
+use crate::study_driver::step_gate::Step;
+use crate::study_view::results::{dropout_sentence, phase_token};
+
+#[component]
+pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
+    let d = MeanFields::default();
+    let epsilon = RwSignal::new(d.epsilon);
+    let delta = RwSignal::new(d.delta);
+    let values = RwSignal::new(d.values_per_site);
+    let dimension = RwSignal::new(d.dimension);
+    let threshold = RwSignal::new(d.threshold);
+    let conventional = RwSignal::new(d.conventional);
+    let analytic = RwSignal::new(d.analytic);
+    let step_mode = RwSignal::new(d.step_mode);
+
+    let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
+    let running = move || study.view.live.with(Option::is_some);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let fields = MeanFields {
+            epsilon: epsilon.get_untracked(),
+            delta: delta.get_untracked(),
+            values_per_site: values.get_untracked(),
+            dimension: dimension.get_untracked(),
+            threshold: threshold.get_untracked(),
+            conventional: conventional.get_untracked(),
+            analytic: analytic.get_untracked(),
+            step_mode: step_mode.get_untracked(),
+        };
+        study.start_round(move |sites| fields.read(sites));
+    };
+    let threshold_hint = move || {
+        let s = present.get();
+        if s >= 2 {
+            format!("default: t = {} for S = {s}", default_threshold(s))
+        } else {
+            "default: ⌊2S/3⌋ + 1".to_owned()
+        }
+    };
+    let start_label = move || match present.get() {
+        0 | 1 => "Waiting for at least 2 sites".to_owned(),
+        s => format!("Start a round with the {s} sites present"),
+    };
+    view! {
+        <section class="card span-all mean-panel" data-testid="mean-panel">
+            <h2>"Private mean"</h2>
+            <p class="muted">
+                "Every site computes the mean of its own values and adds noise that cancels across "
+                "sites (CAPE) after SecureAgg has summed the noise. The dashboard sees only noisy "
+                "messages and their average."
+            </p>
+            <form class="mean-form" on:submit=submit>
+                <fieldset class="field-grid" disabled=running>
+                    <label>"ε (privacy per study)"<input id="mean-epsilon" inputmode="decimal" bind:value=epsilon /></label>
+                    <label>"δ"<input id="mean-delta" inputmode="decimal" bind:value=delta /></label>
+                    <label>"values per site N_s"<input id="mean-values" inputmode="numeric" bind:value=values /></label>
+                    <label>"dimension d"<input id="mean-dimension" inputmode="numeric" bind:value=dimension /></label>
+                    <label>"threshold t"<input id="mean-threshold" inputmode="numeric" placeholder=threshold_hint bind:value=threshold /></label>
+                    <div class="checks">
+                        <label class="check"><input type="checkbox" id="mean-conventional" bind:checked=conventional />"also ask for the conventional release"</label>
+                        <label class="check"><input type="checkbox" id="mean-analytic" bind:checked=analytic />"analytic calibration (a guarantee at any ε)"</label>
+                        <label class="check"><input type="checkbox" id="mean-step" bind:checked=step_mode />"step by step (hold each round until “Next round”)"</label>
+                    </div>
+                </fieldset>
+                <button
+                    type="submit"
+                    class="button button-primary"
+                    data-testid="start-mean"
+                    disabled=move || running() || present.get() < 2
+                >
+                    {start_label}
+                </button>
+            </form>
+            {move || study.view.start_error.get().map(|e| view! {
+                <p class="callout callout-error" data-testid="start-error" role="alert">{e}</p>
+            })}
+            {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
+        </section>
+    }
+}
+
+#[component]
+fn LiveStudyView(live: LiveStudy, study: DashboardStudy) -> impl IntoView {
+    let name = |site: ParticipantId, live: &LiveStudy| {
+        live.names.get(&site).cloned().unwrap_or_else(|| format!("Site {site}"))
+    };
+    let waiting: Vec<String> = live.waiting_for.iter().map(|s| name(*s, &live)).collect();
+    let phase = phase_sentence(&live);
+    let noise = format!(
+        "τ = {} per message · z = τ/Δ = {} · t = {} of S = {}",
+        format_value(live.noise.local_sd),
+        format_value(live.noise.noise_multiplier),
+        live.params.threshold,
+        live.params.site_count(),
+    );
+    let dropouts: Vec<(ParticipantId, String, &'static str)> = live
+        .dropouts
+        .iter()
+        .map(|d| (d.site, dropout_sentence(d, &name(d.site, &live)), phase_token(d.phase)))
+        .collect();
+    let declines: Vec<String> = live
+        .declined
+        .iter()
+        .map(|d| format!("{} (#{}) declined: {}", name(d.site, &live), d.site, d.reason))
+        .collect();
+    let held = live.held;
+    view! {
+        <div class="live" data-testid="live-study" data-study=live.study.to_string()>
+            <div class="live-head">
+                <h3>"Round " {live.number} <span class="muted">" · study " {live.study.to_string()}</span></h3>
+                <button type="button" class="button button-quiet-dark" data-testid="stop-study" on:click=move |_| study.stop()>
+                    "Stop"
+                </button>
+            </div>
+            <p class="live-phase" data-testid="study-phase">{phase}</p>
+            <p class="muted">{noise}</p>
+            {(!waiting.is_empty()).then(|| view! {
+                <p class="muted">"Waiting for: " {waiting.join(", ")}</p>
+            })}
+            {live.step_mode.then(|| view! { <StepTimeline live=live.clone() /> })}
+            {held.map(|step| view! {
+                <div class="callout callout-step" data-testid="held-step" data-step=step.token()>
+                    <p class="step-title">"Next: " {step.title()}</p>
+                    <p>{step.explanation()}</p>
+                    <div class="step-buttons">
+                        <button type="button" class="button button-primary" data-testid="next-round" on:click=move |_| study.next_round()>
+                            "Next round"
+                        </button>
+                        <button type="button" class="button" data-testid="run-to-end" on:click=move |_| study.run_to_end()>
+                            "Run to the end"
+                        </button>
+                    </div>
+                </div>
+            })}
+            <ul class="event-list">
+                {dropouts.into_iter().map(|(site, text, token)| view! {
+                    <li class="callout callout-warn" data-testid="live-dropout" data-site-id=site data-phase=token>{text}</li>
+                }).collect_view()}
+                {declines.into_iter().map(|text| view! {
+                    <li class="callout callout-warn" data-testid="live-decline">{text}</li>
+                }).collect_view()}
+            </ul>
+        </div>
+    }
+}
+
+/// The five steps, ticked off as the teacher lets them through.
+#[component]
+fn StepTimeline(live: LiveStudy) -> impl IntoView {
+    let steps = Step::ALL.into_iter().map(|step| {
+        let done = live.released.contains(&step);
+        let next = live.held == Some(step);
+        let class = if next {
+            "step step-next"
+        } else if done {
+            "step step-done"
+        } else {
+            "step"
+        };
+        view! { <li class=class data-step=step.token()>{step.title()}</li> }
+    });
+    view! { <ol class="step-timeline">{steps.collect_view()}</ol> }
+}
+
+fn phase_sentence(live: &LiveStudy) -> String {
+    match live.phase {
+        AggregatorPhase::Inviting => format!(
+            "Invitation sent: {} of {} sites have accepted so far.",
+            live.accepted.len(),
+            live.params.site_count()
+        ),
+        AggregatorPhase::Summing { attempt, round } => match (round, live.held) {
+            (_, Some(step)) => format!(
+                "Attempt {attempt}: holding the messages that open {} until you click “Next round”.",
+                step.title()
+            ),
+            (Some(round), None) => format!("Attempt {attempt}: SecureAgg {round} is collecting."),
+            (None, None) => format!("Attempt {attempt}: SecureAgg is closing."),
+        },
+        AggregatorPhase::Collecting { attempt } => match live.held {
+            Some(_) => format!(
+                "Attempt {attempt}: the noise sum is ready; holding it until you click “Next round”."
+            ),
+            None => format!("Attempt {attempt}: collecting the sites' releases â_s."),
+        },
+        AggregatorPhase::Finished => "Finished.".into(),
+    }
+}

@@ -1,0 +1,10 @@
+//! The private-mean study's panels: dashboard (form and live study, results, privacy, wire) and
+//! site (local data, its part in the study, its ledger). They render the study drivers' signals.
+
+pub mod ledger_panel;
+pub mod local_data_panel;
+pub mod mean_panel;
+pub mod privacy_panel;
+pub mod results_panel;
+pub mod site_study_panel;
+pub mod wire_panel;

@@ -1,0 +1,143 @@
+//! A site's view of its part in the current study: where it is in the protocol, the noise it drew
+//! and released (ê_s, e_s, g_s, â_s), and how it ended.
+
+use capelab_core::study::mean::SitePhase;
+use leptos::prelude::*;
+
+use crate::components::charts::scale::format_value;
+use crate::study_driver::site::{AttemptView, SiteEnd, SiteStudy, phase_text};
+
+#[component]
+pub fn SiteStudyPanel(study: SiteStudy) -> impl IntoView {
+    let content = move || match study.view.study.get() {
+        None => view! {
+            <p class="live-phase" data-testid="site-phase" data-phase="idle">
+                "Waiting for the dashboard to start a study."
+            </p>
+        }
+        .into_any(),
+        Some(s) => {
+            let token = phase_token(s.phase);
+            let params = s.params.as_ref().map(|p| {
+                format!(
+                    "ε = {}, δ = {:e}, N_s = {}, d = {}, t = {} of S = {}{}",
+                    format_value(p.epsilon),
+                    p.delta,
+                    p.values_per_site,
+                    p.dimension,
+                    p.threshold,
+                    p.site_count(),
+                    if p.also_conventional { ", with the conventional release" } else { "" },
+                )
+            });
+            let noise = s.noise.map(|n| {
+                format!(
+                    "τ = {} (sd of each message's noise), z = τ/Δ = {}",
+                    format_value(n.local_sd),
+                    format_value(n.noise_multiplier)
+                )
+            });
+            let end = s.end.clone().map(|end| match end {
+                SiteEnd::Done(result) => view! {
+                    <p class="callout callout-ok" data-testid="site-result">
+                        "Result: CAPE estimate "
+                        {result.cape.iter().map(|v| format_value(*v)).collect::<Vec<_>>().join(", ")}
+                        {result.conventional.map(|c| format!(
+                            " · conventional {}",
+                            c.iter().map(|v| format_value(*v)).collect::<Vec<_>>().join(", ")
+                        ))}
+                        {format!(" · from {} sites", result.survivors.len())}
+                    </p>
+                }
+                .into_any(),
+                SiteEnd::Declined(reason) => view! {
+                    <p class="callout callout-error" data-testid="site-declined" role="alert">
+                        "This site declined the study: " {reason}
+                    </p>
+                }
+                .into_any(),
+                SiteEnd::NotInvited => view! {
+                    <p class="callout callout-warn">"This site was not invited to the study (it joined later)."</p>
+                }
+                .into_any(),
+                SiteEnd::Aborted(reason) => view! {
+                    <p class="callout callout-warn" data-testid="site-aborted">"The study ended: " {reason}</p>
+                }
+                .into_any(),
+            });
+            let attempts = s.attempts.clone();
+            view! {
+                <p class="live-phase" data-testid="site-phase" data-phase=token>{phase_text(s.phase)}</p>
+                {params.map(|p| view! { <p class="muted">{p}</p> })}
+                {noise.map(|n| view! { <p class="muted">{n}</p> })}
+                {end}
+                {(!attempts.is_empty()).then(|| view! { <NoiseTable attempts /> })}
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <section class="card site-study" data-testid="site-study">
+            <h2>"This site in the study"</h2>
+            {content}
+        </section>
+    }
+}
+
+/// The noise of each attempt, first coordinate (and the count of the others).
+#[component]
+fn NoiseTable(attempts: Vec<AttemptView>) -> impl IntoView {
+    let first = |v: &Option<Vec<f64>>| {
+        v.as_ref().and_then(|v| v.first()).map(|x| format_value(*x)).unwrap_or_else(|| "—".into())
+    };
+    let more = attempts.first().map_or(0, |a| a.quantised_noise.len().saturating_sub(1));
+    let rows = attempts
+        .iter()
+        .map(|a| {
+            view! {
+                <tr data-testid="site-noise" data-attempt=a.attempt>
+                    <td>{a.attempt}</td>
+                    <td>{first(&Some(a.quantised_noise.clone()))}</td>
+                    <td>{first(&a.zero_sum_noise)}</td>
+                    <td>{first(&a.fresh_noise)}</td>
+                    <td data-testid="site-release">{first(&a.release)}</td>
+                    <td>{first(&a.conventional)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <h3>"The noise this site added"</h3>
+        <table class="numbers">
+            <tr>
+                <th>"attempt"</th>
+                <th>"ê_s (into SecureAgg)"</th>
+                <th>"e_s = ê_s − Σê/|U|"</th>
+                <th>"g_s (fresh)"</th>
+                <th>"â_s = f + e_s + g_s (sent)"</th>
+                <th>"conventional (sent)"</th>
+            </tr>
+            {rows}
+        </table>
+        <p class="muted small">
+            "Only â_s (and the conventional message, if asked) leave this tab; ê_s goes into "
+            "SecureAgg under masks. e_s of all sites sum to exactly zero, so they cancel in the "
+            "average while each single â_s stays noisy."
+            {(more > 0).then(|| format!(" Coordinate 1 shown, {more} more not shown."))}
+        </p>
+    }
+}
+
+fn phase_token(phase: SitePhase) -> &'static str {
+    match phase {
+        SitePhase::AwaitingStart => "awaiting-start",
+        SitePhase::Accepted => "accepted",
+        SitePhase::Summing { .. } => "summing",
+        SitePhase::Released { .. } => "released",
+        SitePhase::Excluded { .. } => "excluded",
+        SitePhase::Done => "done",
+        SitePhase::Declined => "declined",
+        SitePhase::NotInvited => "not-invited",
+        SitePhase::Aborted => "aborted",
+    }
+}

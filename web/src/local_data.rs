@@ -1,0 +1,269 @@
+/*!
+A site's private values: generated from a seed (the default), typed, or loaded from a CSV file.
+
+Typed text and CSV files are read by one parser ([`parse_table`]): one row per line, values
+separated by commas, semicolons, tabs or spaces, an optional header line, `#` comments. Every
+problem names the line and column as the user sees them (1-based) and the value found. The range
+check ([0, 1]) is the core's ([`check_rows`]), its 0-based row and column translated to lines.
+
+Seeded values ([`generate`]) come from `CapeRng` under the site's seed, so the same seed gives the
+same values in any tab; each seed has its own centre, so sites differ. A study asks for N_s rows of
+d values: seeded data is generated at exactly that size, typed or loaded data must have it (the
+core declines otherwise, with the reason).
+
+Pure logic, tested natively; the site's Local data panel renders it and the study driver reads the
+rows from it.
+*/
+
+use capelab_core::rng::derive;
+use capelab_core::study::mean::{DataError, check_rows, row_mean};
+use rand_core::Rng;
+
+/// Where the site's values come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DataSource {
+    /// Generated for whatever size a study asks for.
+    Seeded { seed: u64 },
+    /// A fixed table, typed or loaded from a file (`origin` says which, for the UI).
+    Table { origin: String, table: Table },
+}
+
+impl DataSource {
+    /// The rows for a study of N_s = `rows` rows of `dimension` values.
+    pub fn rows_for(&self, rows: usize, dimension: usize) -> Vec<Vec<f64>> {
+        match self {
+            DataSource::Seeded { seed } => generate(*seed, rows, dimension),
+            DataSource::Table { table, .. } => table.rows.clone(),
+        }
+    }
+}
+
+/// Parsed values: rows of equal width, each value in [0, 1].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Table {
+    pub rows: Vec<Vec<f64>>,
+    /// Column names, if the text had a header line.
+    pub header: Option<Vec<String>>,
+}
+
+impl Table {
+    pub fn width(&self) -> usize {
+        self.rows.first().map_or(0, Vec::len)
+    }
+
+    /// The mean of each column (the core's f(x_s)).
+    pub fn mean(&self) -> Vec<f64> {
+        row_mean(&self.rows, self.width())
+    }
+}
+
+/// Why typed or loaded values cannot be used. Lines and columns count from 1, as in an editor.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum TableError {
+    #[error("no values: type at least one number, one row per line")]
+    Empty,
+    #[error("line {line}, column {column}: “{value}” is not a number")]
+    NotANumber { line: usize, column: usize, value: String },
+    #[error("line {line}, column {column}: {value} is not a finite number")]
+    NotFinite { line: usize, column: usize, value: String },
+    #[error(
+        "line {line} has {got} values but the first row has {expected}: every row needs the same \
+         number of columns"
+    )]
+    Ragged { line: usize, expected: usize, got: usize },
+    #[error(
+        "line {line}, column {column}: {value} is outside [0, 1]; the noise is calibrated to that \
+         range, so rescale the data (values are never clipped)"
+    )]
+    OutOfRange { line: usize, column: usize, value: f64 },
+    #[error("more than {max} values: a classroom study needs far fewer")]
+    TooLarge { max: usize },
+}
+
+/// The most values a table may hold (rows × columns).
+pub const MAX_VALUES: usize = 1_000_000;
+
+/// Reads rows of numbers from typed text or a CSV file. See the module docs for the format.
+pub fn parse_table(text: &str) -> Result<Table, TableError> {
+    let mut header = None;
+    let mut rows: Vec<Vec<f64>> = Vec::new();
+    let mut lines_of_rows: Vec<usize> = Vec::new();
+    let mut count = 0usize;
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let content = raw.split('#').next().unwrap_or("").trim();
+        if content.is_empty() {
+            continue;
+        }
+        let cells = split_cells(content);
+        if rows.is_empty() && header.is_none() && cells.iter().all(|c| parse_number(c).is_none()) {
+            header = Some(cells.iter().map(|c| c.trim_matches('"').to_owned()).collect());
+            continue;
+        }
+        let mut row = Vec::with_capacity(cells.len());
+        for (c, cell) in cells.iter().enumerate() {
+            let value = parse_number(cell).ok_or_else(|| TableError::NotANumber {
+                line,
+                column: c + 1,
+                value: (*cell).to_owned(),
+            })?;
+            if !value.is_finite() {
+                return Err(TableError::NotFinite { line, column: c + 1, value: (*cell).into() });
+            }
+            row.push(value);
+        }
+        if let Some(first) = rows.first()
+            && first.len() != row.len()
+        {
+            return Err(TableError::Ragged { line, expected: first.len(), got: row.len() });
+        }
+        count += row.len();
+        if count > MAX_VALUES {
+            return Err(TableError::TooLarge { max: MAX_VALUES });
+        }
+        rows.push(row);
+        lines_of_rows.push(line);
+    }
+    if rows.is_empty() {
+        return Err(TableError::Empty);
+    }
+    let width = rows[0].len();
+    // The core's own check of the study's domain, its 0-based places turned into lines.
+    if let Err(e) = check_rows(&rows, rows.len(), width) {
+        return Err(match e {
+            DataError::OutOfRange { row, column, value } => {
+                TableError::OutOfRange { line: lines_of_rows[row], column: column + 1, value }
+            }
+            DataError::NotFinite { row, column, value } => TableError::NotFinite {
+                line: lines_of_rows[row],
+                column: column + 1,
+                value: value.to_string(),
+            },
+            // Counted and widths checked above.
+            DataError::WrongRowCount { .. } | DataError::WrongWidth { .. } => TableError::Empty,
+        });
+    }
+    Ok(Table { rows, header })
+}
+
+/// Cells of one line: split at commas, else semicolons, else tabs (empty cells kept, so a missing
+/// value is reported where it is missing), else at runs of spaces.
+fn split_cells(line: &str) -> Vec<&str> {
+    for separator in [',', ';', '\t'] {
+        if line.contains(separator) {
+            return line.split(separator).map(str::trim).collect();
+        }
+    }
+    line.split_whitespace().collect()
+}
+
+fn parse_number(cell: &str) -> Option<f64> {
+    let cell = cell.trim().trim_matches('"');
+    if cell.is_empty() {
+        return None;
+    }
+    cell.parse::<f64>().ok()
+}
+
+/// `rows` × `dimension` values in [0, 1] from seed `seed`: each seed has its own centre
+/// c ∈ [0.25, 0.75] and values scatter around it (a bell of width ±0.3, clipped to [0, 1]).
+pub fn generate(seed: u64, rows: usize, dimension: usize) -> Vec<Vec<f64>> {
+    let mut rng = derive(seed, "capelab-web/local-data");
+    let mut uniform = move || (rng.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+    let centres: Vec<f64> = (0..dimension).map(|_| 0.25 + 0.5 * uniform()).collect();
+    (0..rows)
+        .map(|_| {
+            centres
+                .iter()
+                .map(|c| {
+                    let bell = uniform() + uniform() + uniform() - 1.5;
+                    (c + 0.2 * bell).clamp(0.0, 1.0)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A fresh seed for a site that has none yet: five digits, easy to read out in class.
+pub fn fresh_seed() -> u64 {
+    let mut rng = capelab_core::rng::os_rng();
+    10_000 + rng.next_u64() % 90_000
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_with_a_header_and_comments() {
+        let text = "# blood pressure, scaled\nsystolic,diastolic\n0.5, 0.25\n\n1,0 # last\n";
+        let table = parse_table(text).unwrap();
+        assert_eq!(table.header.as_deref(), Some(&["systolic".to_owned(), "diastolic".into()][..]));
+        assert_eq!(table.rows, vec![vec![0.5, 0.25], vec![1.0, 0.0]]);
+        assert_eq!(table.width(), 2);
+        assert_eq!(table.mean(), vec![0.75, 0.125]);
+    }
+
+    #[test]
+    fn typed_values_in_any_separator() {
+        assert_eq!(parse_table("0.1 0.2\n0.3  0.4").unwrap().rows, [[0.1, 0.2], [0.3, 0.4]]);
+        assert_eq!(parse_table("0.1;0.2").unwrap().rows, [[0.1, 0.2]]);
+        assert_eq!(parse_table("0.1\t0.2").unwrap().rows, [[0.1, 0.2]]);
+        assert_eq!(parse_table("\"0.5\"").unwrap().rows, [[0.5]]);
+    }
+
+    #[test]
+    fn every_error_names_line_column_and_value() {
+        let err = parse_table("x\n0.5\n0.2\nabc\n").unwrap_err();
+        assert_eq!(err, TableError::NotANumber { line: 4, column: 1, value: "abc".into() });
+        assert_eq!(err.to_string(), "line 4, column 1: “abc” is not a number");
+
+        let err = parse_table("0.1,0.2\n0.3,1.7\n").unwrap_err();
+        assert_eq!(err, TableError::OutOfRange { line: 2, column: 2, value: 1.7 });
+        assert!(err.to_string().starts_with("line 2, column 2: 1.7 is outside [0, 1]"), "{err}");
+
+        let err = parse_table("a,b\n\n0.1,0.2\n0.3\n").unwrap_err();
+        assert_eq!(err, TableError::Ragged { line: 4, expected: 2, got: 1 });
+
+        assert!(matches!(
+            parse_table("0.1,NaN").unwrap_err(),
+            TableError::NotFinite { line: 1, column: 2, .. }
+        ));
+        assert!(matches!(
+            parse_table("0.1,,0.2").unwrap_err(),
+            TableError::NotANumber { line: 1, column: 2, .. }
+        ));
+        assert_eq!(parse_table("# nothing\n\n").unwrap_err(), TableError::Empty);
+        assert_eq!(
+            parse_table("-0.5").unwrap_err().to_string().split(':').next(),
+            Some("line 1, column 1")
+        );
+    }
+
+    #[test]
+    fn seeded_values_are_reproducible_in_range_and_differ_by_seed() {
+        let a = generate(12345, 2000, 2);
+        assert_eq!(a, generate(12345, 2000, 2));
+        assert_eq!((a.len(), a[0].len()), (2000, 2));
+        assert!(a.iter().flatten().all(|v| (0.0..=1.0).contains(v)));
+        // independent check of the centre: the sample mean is within the centre's range
+        let mean = row_mean(&a, 2);
+        assert!(mean.iter().all(|m| (0.2..=0.8).contains(m)), "{mean:?}");
+        let b = generate(54321, 2000, 2);
+        let other = row_mean(&b, 2);
+        assert!((mean[0] - other[0]).abs() > 1e-6, "two seeds, two datasets");
+        // the seeded source fits whatever the study asks for; a table stays as it is
+        let seeded = DataSource::Seeded { seed: 7 };
+        assert_eq!(seeded.rows_for(10, 3).len(), 10);
+        let table = parse_table("0.5\n0.25").unwrap();
+        let typed = DataSource::Table { origin: "typed".into(), table };
+        assert_eq!(typed.rows_for(10, 3), vec![vec![0.5], vec![0.25]]);
+    }
+
+    #[test]
+    fn fresh_seeds_have_five_digits() {
+        for _ in 0..20 {
+            assert!((10_000..100_000).contains(&fresh_seed()));
+        }
+    }
+}

@@ -1,0 +1,380 @@
+/*!
+The dashboard's side of the private-mean study: it runs the core's [`MeanAggregator`] over the
+room's websocket.
+
+Routing: every transport event reaches [`DashboardStudy`] through the session's hook. A
+`ledger/report` from a site updates that site's budget row; a message or a departure is fed to the
+running aggregator's [`Driver`] (with the [`PausableClock`]'s time), and what the role returns goes
+out through [`StudyTransport`] and, in step-by-step mode, the [`StepGate`]. A timer is kept at
+the role's `poll_timeout()` (re-read after every call; none while the gate holds messages, since
+the clock stands still then). When the role finishes, its [`StudyOutcome`] becomes a
+[`FinishedRound`].
+
+The views read only [`DashboardView`]'s signals; they call [`DashboardStudy::start_round`],
+[`DashboardStudy::next_round`], [`DashboardStudy::run_to_end`] and [`DashboardStudy::stop`].
+*/
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use capelab_core::driver::{Driver, DriverEvent};
+use capelab_core::rng::os_rng;
+use capelab_core::study::StudyId;
+use capelab_core::study::mean::{
+    AggregatorPhase, AggregatorSettings, Declined, MeanAggregator, NoisePlan, StudyDropout,
+    StudyOutcome, StudyParams,
+};
+use capelab_core::transport::TransportEvent;
+use capelab_core::wire::{ParticipantId, Role};
+use gloo::timers::callback::Timeout;
+use leptos::prelude::*;
+
+use super::form::{FormError, MeanForm};
+use super::step_gate::{PausableClock, Step, StepGate};
+use super::wall_ms;
+use super::wire::{StudyTransport, WireLine, WireLog, send_noted};
+use crate::ledger_report::{self, LedgerReport};
+use crate::roster::display_name;
+use crate::session::RoomState;
+
+/// A study that ended: what the aggregator saw, and the names of the sites at the time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinishedRound {
+    /// 1 for the first study this dashboard ran.
+    pub number: usize,
+    pub outcome: StudyOutcome,
+    pub names: BTreeMap<ParticipantId, String>,
+    pub step_mode: bool,
+}
+
+impl FinishedRound {
+    pub fn name(&self, site: ParticipantId) -> String {
+        self.names.get(&site).cloned().unwrap_or_else(|| format!("Site {site}"))
+    }
+}
+
+/// The running study, for the live view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveStudy {
+    pub number: usize,
+    pub study: StudyId,
+    pub params: StudyParams,
+    pub noise: NoisePlan,
+    pub phase: AggregatorPhase,
+    pub waiting_for: Vec<ParticipantId>,
+    pub accepted: Vec<ParticipantId>,
+    pub declined: Vec<Declined>,
+    pub dropouts: Vec<StudyDropout>,
+    pub step_mode: bool,
+    /// The step whose messages wait for "Next round".
+    pub held: Option<Step>,
+    /// Steps already let through, in order (a re-run starts again at R0).
+    pub released: Vec<Step>,
+    pub names: BTreeMap<ParticipantId, String>,
+    /// Inputs the role refused (stray or late messages), newest last: for the curious.
+    pub refusals: Vec<String>,
+}
+
+/// Everything the dashboard's study views render.
+#[derive(Clone, Copy)]
+pub struct DashboardView {
+    pub live: RwSignal<Option<LiveStudy>>,
+    /// Every finished study, oldest first.
+    pub rounds: RwSignal<Vec<FinishedRound>>,
+    /// Each site's latest ledger report, by participant id.
+    pub reports: RwSignal<BTreeMap<ParticipantId, LedgerReport>>,
+    pub wire: RwSignal<Vec<WireLine>>,
+    pub wire_total: RwSignal<usize>,
+    /// Why the last start did not happen.
+    pub start_error: RwSignal<Option<String>>,
+}
+
+/// The dashboard's study driver: a `Copy` handle, valid while the dashboard view lives (after
+/// that every call is a no-op).
+#[derive(Clone, Copy)]
+pub struct DashboardStudy {
+    inner: StoredValue<Rc<RefCell<Inner>>, LocalStorage>,
+    pub view: DashboardView,
+}
+
+struct Inner {
+    room: RoomState,
+    log: Rc<RefCell<WireLog>>,
+    run: Option<Run>,
+    rounds: Vec<FinishedRound>,
+    reports: BTreeMap<ParticipantId, LedgerReport>,
+    timer: Option<Timeout>,
+}
+
+struct Run {
+    number: usize,
+    driver: Driver<StudyTransport, MeanAggregator>,
+    gate: Rc<RefCell<StepGate>>,
+    clock: PausableClock,
+    released: Vec<Step>,
+    names: BTreeMap<ParticipantId, String>,
+    step_mode: bool,
+}
+
+impl Run {
+    fn now(&self) -> u64 {
+        self.clock.now(wall_ms())
+    }
+
+    fn refusals(&self) -> Vec<String> {
+        let refusals: Vec<String> = self
+            .driver
+            .log()
+            .iter()
+            .filter_map(|e| match e {
+                DriverEvent::Refused { error, .. } => Some(error.to_string()),
+                _ => None,
+            })
+            .collect();
+        let skip = refusals.len().saturating_sub(5);
+        refusals[skip..].to_vec()
+    }
+
+    fn live(&self) -> LiveStudy {
+        let agg = &self.driver.machine;
+        LiveStudy {
+            number: self.number,
+            study: agg.study(),
+            params: agg.params().clone(),
+            noise: *agg.noise_plan(),
+            phase: agg.phase(),
+            waiting_for: agg.waiting_for(),
+            accepted: agg.accepted(),
+            declined: agg.declined().to_vec(),
+            dropouts: agg.dropouts().to_vec(),
+            step_mode: self.gate.borrow().enabled(),
+            held: self.gate.borrow().held_step(),
+            released: self.released.clone(),
+            names: self.names.clone(),
+            refusals: self.refusals(),
+        }
+    }
+}
+
+impl DashboardStudy {
+    /// Attaches to `room` (inside the dashboard component: it lives as long as the view).
+    pub fn start(room: RoomState) -> Self {
+        let view = DashboardView {
+            live: RwSignal::new(None),
+            rounds: RwSignal::new(Vec::new()),
+            reports: RwSignal::new(BTreeMap::new()),
+            wire: RwSignal::new(Vec::new()),
+            wire_total: RwSignal::new(0),
+            start_error: RwSignal::new(None),
+        };
+        let inner = Rc::new(RefCell::new(Inner {
+            room,
+            log: Rc::new(RefCell::new(WireLog::default())),
+            run: None,
+            rounds: Vec::new(),
+            reports: BTreeMap::new(),
+            timer: None,
+        }));
+        let this = DashboardStudy { inner: StoredValue::new_local(inner), view };
+        room.attach(move |event| this.on_event(event));
+        this
+    }
+
+    fn inner(&self) -> Option<Rc<RefCell<Inner>>> {
+        self.inner.try_get_value()
+    }
+
+    /// Starts a private-mean study among the present sites, as the form says.
+    pub fn start_round(
+        &self,
+        read: impl FnOnce(Vec<ParticipantId>) -> Result<MeanForm, FormError>,
+    ) {
+        let result = self.try_start(read);
+        self.view.start_error.set(result.err());
+        self.settle();
+    }
+
+    fn try_start(
+        &self,
+        read: impl FnOnce(Vec<ParticipantId>) -> Result<MeanForm, FormError>,
+    ) -> Result<(), String> {
+        let inner = self.inner().ok_or("the dashboard is closing")?;
+        let mut inner = inner.borrow_mut();
+        if inner.run.is_some() {
+            return Err("A study is running: wait for it to end or stop it.".into());
+        }
+        let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
+        let (sites, names) = inner.room.roster.with_untracked(|r| {
+            let present: Vec<ParticipantId> = r
+                .with_role(Role::Site)
+                .filter(|m| m.presence == crate::roster::Presence::Present)
+                .map(|m| m.peer.id)
+                .collect();
+            let names: BTreeMap<ParticipantId, String> =
+                r.with_role(Role::Site).map(|m| (m.peer.id, display_name(&m.peer))).collect();
+            (present, names)
+        });
+        let form = read(sites).map_err(|e| e.to_string())?;
+        let clock = PausableClock::default();
+        let now = clock.now(wall_ms());
+        let (aggregator, start) =
+            MeanAggregator::start(form.params, AggregatorSettings::default(), os_rng(), now)
+                .map_err(|e| e.to_string())?;
+        let gate = Rc::new(RefCell::new(StepGate::new(form.step_mode)));
+        let transport =
+            StudyTransport { ws, gate: Some(gate.clone()), log: inner.log.clone(), now: wall_ms };
+        let mut driver = Driver::new(transport, aggregator);
+        driver.send(now, start);
+        let number = inner.rounds.len() + 1;
+        inner.run = Some(Run {
+            number,
+            driver,
+            gate,
+            clock,
+            released: Vec::new(),
+            names,
+            step_mode: form.step_mode,
+        });
+        Ok(())
+    }
+
+    /// Lets the held round's messages go (step-by-step mode).
+    pub fn next_round(&self) {
+        self.release(|gate| gate.next());
+    }
+
+    /// Lets everything held go and turns step-by-step mode off for the rest of the study.
+    pub fn run_to_end(&self) {
+        self.release(|gate| gate.release_all());
+    }
+
+    fn release(&self, take: impl FnOnce(&mut StepGate) -> Vec<super::step_gate::HeldMessage>) {
+        {
+            let Some(inner) = self.inner() else { return };
+            let mut inner = inner.borrow_mut();
+            let log = inner.log.clone();
+            let Some(run) = inner.run.as_mut() else { return };
+            let step = run.gate.borrow().held_step();
+            let messages = take(&mut run.gate.borrow_mut());
+            if let Some(step) = step
+                && !messages.is_empty()
+            {
+                run.released.push(step);
+            }
+            let at = wall_ms();
+            for message in &messages {
+                // A recipient that left meanwhile is noted as failed; the role already knows.
+                let _ = send_noted(&mut run.driver.transport.ws, &log, at, message);
+            }
+        }
+        self.settle();
+    }
+
+    /// Ends the running study now (`mean/abort` to every site).
+    pub fn stop(&self) {
+        {
+            let Some(inner) = self.inner() else { return };
+            let mut inner = inner.borrow_mut();
+            let Some(run) = inner.run.as_mut() else { return };
+            let now = run.now();
+            let out = run.driver.machine.stop(now, "the teacher stopped it");
+            run.driver.send(now, out);
+        }
+        self.settle();
+    }
+
+    fn on_event(&self, event: &TransportEvent) {
+        let report_from = match event {
+            TransportEvent::Message { from, kind, payload } if kind == ledger_report::KIND => {
+                Some((*from, LedgerReport::decode(payload)))
+            }
+            _ => None,
+        };
+        if let Some((from, decoded)) = report_from {
+            match decoded {
+                Ok(report) => {
+                    let Some(inner) = self.inner() else { return };
+                    let reports = {
+                        let mut inner = inner.borrow_mut();
+                        inner.reports.insert(from, report);
+                        inner.reports.clone()
+                    };
+                    self.view.reports.set(reports);
+                }
+                Err(e) => web_sys::console::warn_1(
+                    &format!("capelab: unreadable ledger report from {from}: {e}").into(),
+                ),
+            }
+            return;
+        }
+        let feed = matches!(event, TransportEvent::Message { .. } | TransportEvent::PeerLeft(_));
+        if !feed {
+            return;
+        }
+        {
+            let Some(inner) = self.inner() else { return };
+            let mut inner = inner.borrow_mut();
+            let log = inner.log.clone();
+            let Some(run) = inner.run.as_mut() else { return };
+            log.borrow_mut().note_received(wall_ms(), event);
+            let now = run.now();
+            run.driver.feed(now, event.clone());
+        }
+        self.settle();
+    }
+
+    fn on_timer(&self) {
+        {
+            let Some(inner) = self.inner() else { return };
+            let mut inner = inner.borrow_mut();
+            inner.timer = None;
+            let Some(run) = inner.run.as_mut() else { return };
+            let now = run.now();
+            run.driver.fire_timeout(now);
+        }
+        self.settle();
+    }
+
+    /// After any input: finish, pause or resume the clock, re-arm the timer, publish.
+    fn settle(&self) {
+        let Some(inner) = self.inner() else { return };
+        let (live, rounds, lines, total) = {
+            let mut guard = inner.borrow_mut();
+            let inner = &mut *guard;
+            let finished = inner.run.as_ref().and_then(|run| {
+                run.driver.machine.outcome().map(|outcome| FinishedRound {
+                    number: run.number,
+                    outcome: outcome.clone(),
+                    names: run.names.clone(),
+                    step_mode: run.step_mode,
+                })
+            });
+            let rounds = finished.map(|round| {
+                inner.run = None;
+                inner.rounds.push(round);
+                inner.rounds.clone()
+            });
+            let this = *self;
+            let wait = inner.run.as_mut().and_then(|run| {
+                let wall = wall_ms();
+                run.clock.set_paused(run.gate.borrow().is_holding(), wall);
+                let deadline =
+                    run.driver.machine.poll_timeout().filter(|_| !run.clock.is_paused())?;
+                Some(
+                    u32::try_from(deadline.saturating_sub(run.clock.now(wall))).unwrap_or(u32::MAX),
+                )
+            });
+            inner.timer = wait.map(|ms| Timeout::new(ms, move || this.on_timer()));
+            let live = inner.run.as_ref().map(Run::live);
+            let log = inner.log.borrow();
+            (live, rounds, log.lines(), log.total())
+        };
+        self.view.live.set(live);
+        if let Some(rounds) = rounds {
+            self.view.rounds.set(rounds);
+        }
+        self.view.wire.set(lines);
+        self.view.wire_total.set(total);
+    }
+}

@@ -1,0 +1,22 @@
+/*!
+The protocol drivers: the one place where transport events meet the private-mean study's roles.
+
+- [`dashboard`]: the dashboard runs the core's `MeanAggregator` (and the step-by-step mode of
+  [`step_gate`]).
+- [`site`]: a site tab runs a `MeanSite` per study, with its ledger and its local data.
+- [`wire`]: the transport the roles send through, and the log of what the relay saw.
+- [`form`]: the dashboard's study form, checked by the core before anything is sent.
+
+Components render these drivers' signals and call their methods; they never run protocol steps.
+*/
+
+pub mod dashboard;
+pub mod form;
+pub mod site;
+pub mod step_gate;
+pub mod wire;
+
+/// The wall clock in milliseconds (`Date.now()`): ledger entries are stamped with it.
+pub fn wall_ms() -> u64 {
+    js_sys::Date::now() as u64
+}

@@ -1,0 +1,445 @@
+/*!
+A site tab's side of the private-mean study: its ledger, and a [`MeanSite`] per study.
+
+Routing: every transport event reaches [`SiteStudy`] through the session's hook.
+- Our own `Connected` (the relay's welcome) names the site: its ledger and data seed are loaded
+  from storage under that name, and the ledger is reported to the dashboards present.
+- A dashboard that joins or comes back gets the ledger report too.
+- `mean/start` from a dashboard creates a fresh [`MeanSite`] (the core's role) with the rows the
+  Local data panel holds, sized as the study asks, and the ledger behind an
+  `Rc<RefCell<Ledger>>` it shares with this driver; the message is then fed to it.
+- Every later study message, and every departure, goes to that role's [`Driver`] with the wall
+  clock (`Date.now()`, which stamps ledger entries). What the role returns goes to the websocket.
+
+After each input: if the role recorded releases, the ledger is saved and reported; the view's
+signals are refreshed. Budget changes and imports go through [`SiteStudy::set_budget`] and
+[`SiteStudy::import_ledger`], which leave the ledger untouched on error.
+*/
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use capelab_core::accountant::ledger::LedgerEntry;
+use capelab_core::accountant::{Budget, Ledger};
+use capelab_core::driver::Driver;
+use capelab_core::rng::os_rng;
+use capelab_core::secagg::SitePhase as SecAggPhase;
+use capelab_core::study::StudyId;
+use capelab_core::study::mean::{
+    MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome, SitePhase, StudyParams,
+    kind,
+};
+use capelab_core::transport::{Transport, TransportEvent};
+use capelab_core::wire::{ParticipantId, Peer, Role, To};
+use leptos::prelude::*;
+
+use super::wall_ms;
+use super::wire::{StudyTransport, WireLog};
+use crate::ledger_report::{self, LedgerReport};
+use crate::ledger_store;
+use crate::local_data::{DataSource, fresh_seed};
+use crate::roster::display_name;
+use crate::session::RoomState;
+
+type SharedLedger = Rc<RefCell<Ledger>>;
+
+/// The site's ledger, for its panel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LedgerView {
+    pub site: String,
+    pub budget: Budget,
+    pub spent: f64,
+    pub remaining: f64,
+    pub entries: Vec<LedgerEntry>,
+    /// Something to tell the user about how the ledger was loaded.
+    pub note: Option<String>,
+}
+
+/// One attempt, as the tab shows it: the noise it drew and what it released.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttemptView {
+    pub attempt: u32,
+    pub survivors: Vec<ParticipantId>,
+    /// ê_s as it entered the secure sum.
+    pub quantised_noise: Vec<f64>,
+    /// e_s = ê_s − Σê/|U|.
+    pub zero_sum_noise: Option<Vec<f64>>,
+    /// g_s, the fresh noise of the release.
+    pub fresh_noise: Option<Vec<f64>>,
+    /// â_s as sent.
+    pub release: Option<Vec<f64>>,
+    pub conventional: Option<Vec<f64>>,
+}
+
+/// How the site's part of a study ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SiteEnd {
+    Done(PublicResult),
+    Declined(String),
+    NotInvited,
+    Aborted(String),
+}
+
+/// The site's current (or last) study.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteStudyView {
+    pub study: Option<StudyId>,
+    pub params: Option<StudyParams>,
+    pub noise: Option<NoisePlan>,
+    pub phase: SitePhase,
+    /// f(x_s), once the rows passed the study's checks: private, never sent.
+    pub local_mean: Option<Vec<f64>>,
+    pub attempts: Vec<AttemptView>,
+    pub end: Option<SiteEnd>,
+}
+
+/// Everything the site's study views render.
+#[derive(Clone, Copy)]
+pub struct SiteView {
+    pub ledger: RwSignal<Option<LedgerView>>,
+    /// Why the last budget change or import was refused (the ledger is unchanged).
+    pub ledger_error: RwSignal<Option<String>>,
+    pub study: RwSignal<Option<SiteStudyView>>,
+    /// Where this site's values come from; the Local data panel edits it.
+    pub data: RwSignal<DataSource>,
+}
+
+/// The site tab's study driver: a `Copy` handle, valid while the site view lives (after that
+/// every call is a no-op).
+#[derive(Clone, Copy)]
+pub struct SiteStudy {
+    inner: StoredValue<Rc<RefCell<Inner>>, LocalStorage>,
+    pub view: SiteView,
+}
+
+struct Inner {
+    room: RoomState,
+    me: Option<Peer>,
+    ledger: Option<SharedLedger>,
+    ledger_note: Option<String>,
+    run: Option<Driver<StudyTransport, MeanSite<SharedLedger>>>,
+    /// Ledger entries of the running study already saved and reported.
+    saved: usize,
+    log: Rc<RefCell<WireLog>>,
+}
+
+impl SiteStudy {
+    /// Attaches to `room` (inside the site component: it lives as long as the view).
+    pub fn start(room: RoomState) -> Self {
+        let view = SiteView {
+            ledger: RwSignal::new(None),
+            ledger_error: RwSignal::new(None),
+            study: RwSignal::new(None),
+            data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
+        };
+        let inner = Rc::new(RefCell::new(Inner {
+            room,
+            me: None,
+            ledger: None,
+            ledger_note: None,
+            run: None,
+            saved: 0,
+            log: Rc::new(RefCell::new(WireLog::default())),
+        }));
+        let this = SiteStudy { inner: StoredValue::new_local(inner), view };
+        room.attach(move |event| this.on_event(event));
+        this
+    }
+
+    fn inner(&self) -> Option<Rc<RefCell<Inner>>> {
+        self.inner.try_get_value()
+    }
+
+    fn on_event(&self, event: &TransportEvent) {
+        match event {
+            TransportEvent::Connected { you, peers, .. } => {
+                self.welcomed(you);
+                for peer in peers.iter().filter(|p| p.role == Role::Dashboard) {
+                    self.report_to(To::One(peer.id));
+                }
+            }
+            TransportEvent::PeerJoined(peer) | TransportEvent::PeerRejoined(peer)
+                if peer.role == Role::Dashboard =>
+            {
+                self.report_to(To::One(peer.id));
+            }
+            TransportEvent::Message { from, kind: k, payload } if k == kind::START => {
+                self.on_start(*from, payload, event);
+            }
+            TransportEvent::Message { kind: k, .. } if is_study_kind(k) => self.feed(event),
+            TransportEvent::PeerLeft(_) => self.feed(event),
+            _ => {}
+        }
+    }
+
+    /// The relay welcomed us: load this name's ledger and seed (once).
+    fn welcomed(&self, you: &Peer) {
+        let name = display_name(you);
+        let Some(inner) = self.inner() else { return };
+        {
+            let mut inner = inner.borrow_mut();
+            inner.me = Some(you.clone());
+            if inner.ledger.is_some() {
+                return;
+            }
+            let loaded = ledger_store::load_ledger(&name);
+            inner.ledger = Some(Rc::new(RefCell::new(loaded.ledger)));
+            inner.ledger_note = loaded.note;
+        }
+        match ledger_store::load_seed(&name) {
+            Some(seed) => self.view.data.set(DataSource::Seeded { seed }),
+            None => {
+                if let DataSource::Seeded { seed } = self.view.data.get_untracked() {
+                    ledger_store::save_seed(&name, seed);
+                }
+            }
+        }
+        self.publish_ledger();
+    }
+
+    /// A dashboard opened a study: a fresh site role for it.
+    fn on_start(&self, from: ParticipantId, payload: &[u8], event: &TransportEvent) {
+        let Some(inner) = self.inner() else { return };
+        let from_dashboard = inner.borrow().room.roster.with_untracked(|r| {
+            r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
+        });
+        let params = match MeanMessage::decode(payload) {
+            Ok(MeanMessage { study, body: MeanBody::Start(params) }) => Some((study, params)),
+            _ => None,
+        };
+        let Some((study, params)) = params.filter(|_| from_dashboard) else {
+            web_sys::console::warn_1(
+                &format!("capelab: ignored a study start from participant {from}").into(),
+            );
+            return;
+        };
+        {
+            let mut inner = inner.borrow_mut();
+            let same = inner.run.as_ref().is_some_and(|d| d.machine.study() == Some(study));
+            if !same {
+                let (Some(me), Some(ledger), Some(ws)) =
+                    (inner.me.clone(), inner.ledger.clone(), inner.room.transport())
+                else {
+                    return;
+                };
+                let rows = self
+                    .view
+                    .data
+                    .get_untracked()
+                    .rows_for(params.values_per_site, params.dimension);
+                let site = MeanSite::new(me.id, from, rows, ledger, os_rng());
+                let transport =
+                    StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+                inner.run = Some(Driver::new(transport, site));
+                inner.saved = 0;
+            }
+        }
+        self.feed(event);
+    }
+
+    fn feed(&self, event: &TransportEvent) {
+        let Some(inner) = self.inner() else { return };
+        let recorded = {
+            let mut inner = inner.borrow_mut();
+            let Some(driver) = inner.run.as_mut() else { return };
+            driver.feed(wall_ms(), event.clone());
+            let spent = driver.machine.spent().len();
+            let recorded = spent > inner.saved;
+            inner.saved = spent;
+            recorded
+        };
+        if recorded {
+            self.ledger_changed();
+        }
+        self.publish_study();
+    }
+
+    /// Sets the site's budget (ε at δ); refused below what is already spent.
+    pub fn set_budget(&self, epsilon: f64, delta: f64) {
+        let result = self.with_ledger(|l| {
+            let budget = Budget::new(epsilon, delta).map_err(|e| e.to_string())?;
+            l.set_budget(budget).map_err(|e| e.to_string())
+        });
+        self.after_change(result);
+    }
+
+    /// Replaces the ledger with an exported one of the same site; on any error it is untouched.
+    pub fn import_ledger(&self, json: &str) {
+        let result = self.with_ledger(|l| l.load_json(json).map_err(|e| e.to_string()));
+        self.after_change(result);
+    }
+
+    /// The ledger as JSON (its export format), with the file name to save it under.
+    pub fn export_ledger(&self) -> Option<(String, String)> {
+        let inner = self.inner()?;
+        let inner = inner.borrow();
+        let ledger = inner.ledger.as_ref()?.borrow();
+        Some((format!("capelab-ledger-{}.json", file_safe(ledger.site())), ledger.to_json()))
+    }
+
+    fn with_ledger(&self, f: impl FnOnce(&mut Ledger) -> Result<(), String>) -> Result<(), String> {
+        let ledger = self.inner().and_then(|i| i.borrow().ledger.clone());
+        match ledger {
+            Some(ledger) => f(&mut ledger.borrow_mut()),
+            None => {
+                Err("not in a room yet: the ledger is loaded once the relay names this site".into())
+            }
+        }
+    }
+
+    fn after_change(&self, result: Result<(), String>) {
+        let ok = result.is_ok();
+        self.view.ledger_error.set(result.err());
+        if ok {
+            self.ledger_changed();
+        }
+    }
+
+    /// Saves, shows and reports the ledger.
+    fn ledger_changed(&self) {
+        let Some(inner) = self.inner() else { return };
+        let saved = inner.borrow().ledger.as_ref().map(|l| ledger_store::save_ledger(&l.borrow()));
+        if let Some(Err(reason)) = saved {
+            inner.borrow_mut().ledger_note = Some(format!("The ledger was not saved: {reason}."));
+        }
+        self.publish_ledger();
+        self.report_to(To::All);
+    }
+
+    /// Sends the ledger report to `to` (`To::All`: every dashboard present).
+    fn report_to(&self, to: To) {
+        let Some(inner) = self.inner() else { return };
+        let inner = inner.borrow();
+        let (Some(ledger), Some(mut ws)) = (inner.ledger.as_ref(), inner.room.transport()) else {
+            return;
+        };
+        let payload = LedgerReport::of(&ledger.borrow()).encode();
+        let targets: Vec<ParticipantId> = match to {
+            To::One(id) => vec![id],
+            To::All => inner.room.roster.with_untracked(|r| {
+                r.with_role(Role::Dashboard)
+                    .filter(|m| m.presence == crate::roster::Presence::Present)
+                    .map(|m| m.peer.id)
+                    .collect()
+            }),
+        };
+        for id in targets {
+            // A dashboard that has just left misses this one and gets the next on its return.
+            let _ = ws.send(To::One(id), ledger_report::KIND, &payload);
+        }
+    }
+
+    fn publish_ledger(&self) {
+        let Some(inner) = self.inner() else { return };
+        let view = {
+            let inner = inner.borrow();
+            inner.ledger.as_ref().map(|l| {
+                let l = l.borrow();
+                LedgerView {
+                    site: l.site().to_owned(),
+                    budget: l.budget(),
+                    spent: l.spent(),
+                    remaining: l.remaining(),
+                    entries: l.entries().to_vec(),
+                    note: inner.ledger_note.clone(),
+                }
+            })
+        };
+        self.view.ledger.set(view);
+    }
+
+    fn publish_study(&self) {
+        let Some(inner) = self.inner() else { return };
+        let view = inner.borrow().run.as_ref().map(|driver| study_view(&driver.machine));
+        self.view.study.set(view);
+    }
+}
+
+fn study_view(site: &MeanSite<SharedLedger>) -> SiteStudyView {
+    let attempts = site
+        .attempts()
+        .iter()
+        .map(|a| AttemptView {
+            attempt: a.attempt,
+            survivors: a.survivors.clone(),
+            quantised_noise: a.quantised_noise.clone(),
+            zero_sum_noise: a.zero_sum_noise.clone(),
+            fresh_noise: site.fresh_noise(a),
+            release: a.release.clone(),
+            conventional: a.conventional.clone(),
+        })
+        .collect();
+    let end = site.outcome().map(|o| match o {
+        SiteOutcome::Done(result) => SiteEnd::Done(result.clone()),
+        SiteOutcome::Declined(reason) => SiteEnd::Declined(reason.to_string()),
+        SiteOutcome::NotInvited => SiteEnd::NotInvited,
+        SiteOutcome::Aborted(reason) => SiteEnd::Aborted(reason.to_string()),
+    });
+    SiteStudyView {
+        study: site.study(),
+        params: site.params().cloned(),
+        noise: site.noise_plan().copied(),
+        phase: site.phase(),
+        local_mean: site.local_value().map(<[f64]>::to_vec),
+        attempts,
+        end,
+    }
+}
+
+/// Study traffic a running site role takes: the study's own kinds and SecureAgg's.
+fn is_study_kind(kind: &str) -> bool {
+    kind.starts_with("mean/") || kind.starts_with("secagg/")
+}
+
+/// A name fit for a download's file name.
+fn file_safe(name: &str) -> String {
+    name.chars().map(|c| if c.is_alphanumeric() || c == '-' { c } else { '-' }).collect()
+}
+
+/// Where the site is, in words for the tab.
+pub fn phase_text(phase: SitePhase) -> String {
+    match phase {
+        SitePhase::AwaitingStart => "Waiting for the dashboard to start a study".into(),
+        SitePhase::Accepted => "Accepted: waiting for the first SecureAgg round".into(),
+        SitePhase::Summing { attempt, secagg } => {
+            let step = match secagg {
+                SecAggPhase::AwaitingBegin => "starting",
+                SecAggPhase::AdvertisedKeys => "R0: sent its public keys",
+                SecAggPhase::SharedKeys => "R1: sent its sealed key shares",
+                SecAggPhase::SentMaskedInput => "R2: sent its masked noise",
+                SecAggPhase::SentUnmaskShares => "R3: sent its unmasking shares",
+                SecAggPhase::Excluded => "left out of this sum (missed a round)",
+                SecAggPhase::Done => "received the noise sum",
+                SecAggPhase::Aborted => "SecureAgg stopped",
+            };
+            format!("SecureAgg, attempt {attempt}: {step}")
+        }
+        SitePhase::Released { attempt } => {
+            format!("Released â_s (attempt {attempt}); waiting for the result")
+        }
+        SitePhase::Excluded { attempt } => {
+            format!("Not in attempt {attempt}'s sum (missed a round); waiting for the result")
+        }
+        SitePhase::Done => "Done: the dashboard published the result".into(),
+        SitePhase::Declined => "Declined: nothing but the refusal was sent".into(),
+        SitePhase::NotInvited => "Not invited to this study".into(),
+        SitePhase::Aborted => "The study ended without a result".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_read_as_sentences_and_kinds_route() {
+        assert_eq!(
+            phase_text(SitePhase::Summing { attempt: 1, secagg: SecAggPhase::SharedKeys }),
+            "SecureAgg, attempt 1: R1: sent its sealed key shares"
+        );
+        assert!(phase_text(SitePhase::Released { attempt: 2 }).contains("attempt 2"));
+        assert!(is_study_kind("secagg/key-directory") && is_study_kind(kind::RESULT));
+        assert!(!is_study_kind(ledger_report::KIND));
+        assert_eq!(file_safe("Clinic North/2"), "Clinic-North-2");
+    }
+}
