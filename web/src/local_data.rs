@@ -140,7 +140,10 @@ pub fn parse_table(text: &str) -> Result<Table, TableError> {
                 value: value.to_string(),
             },
             // Counted and widths checked above.
-            DataError::WrongRowCount { .. } | DataError::WrongWidth { .. } => TableError::Empty,
+            DataError::WrongRowCount { .. }
+            | DataError::WrongWidth { .. }
+            | DataError::RowNorm { .. }
+            | DataError::Label { .. } => TableError::Empty,
         });
     }
     Ok(Table { rows, header })
