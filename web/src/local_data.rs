@@ -15,8 +15,10 @@ Pure logic, tested natively; the site's Local data panel renders it and the stud
 rows from it.
 */
 
+use capelab_core::data::synthetic;
+use capelab_core::fm::Model;
 use capelab_core::rng::derive;
-use capelab_core::study::mean::{DataError, check_rows, row_mean};
+use capelab_core::study::mean::{DataError, Query, StudyParams, check_rows, row_mean};
 use rand_core::Rng;
 
 /// Where the site's values come from.
@@ -34,6 +36,18 @@ impl DataSource {
         match self {
             DataSource::Seeded { seed } => generate(*seed, rows, dimension),
             DataSource::Table { table, .. } => table.rows.clone(),
+        }
+    }
+
+    /// The rows a study with `params` asks for: for a regression, seeded data are records of the
+    /// room's synthetic population ([`regression_records`]); a table is used as it is (features,
+    /// then the label in the last column) and the core checks it against FM's domain.
+    pub fn rows_for_study(&self, params: &StudyParams) -> Vec<Vec<f64>> {
+        match (self, params.query) {
+            (DataSource::Seeded { seed }, Query::Regression(q)) => {
+                regression_records(*seed, params.values_per_site, params.dimension, q.model)
+            }
+            _ => self.rows_for(params.values_per_site, params.dimension),
         }
     }
 }
@@ -140,7 +154,10 @@ pub fn parse_table(text: &str) -> Result<Table, TableError> {
                 value: value.to_string(),
             },
             // Counted and widths checked above.
-            DataError::WrongRowCount { .. } | DataError::WrongWidth { .. } => TableError::Empty,
+            DataError::WrongRowCount { .. }
+            | DataError::WrongWidth { .. }
+            | DataError::RowNorm { .. }
+            | DataError::Label { .. } => TableError::Empty,
         });
     }
     Ok(Table { rows, header })
@@ -184,6 +201,41 @@ pub fn generate(seed: u64, rows: usize, dimension: usize) -> Vec<Vec<f64>> {
         .collect()
 }
 
+/// The seed of the classroom's synthetic regression population: public, the same in every tab,
+/// so every site's records share one true model w* ([`population_weights`]).
+pub const POPULATION_SEED: u64 = 2024;
+
+/// w* of the synthetic population for D = `features` (‖w*‖ = 1): the generator the CLI uses
+/// ([`synthetic::regression`]) draws it first from its seed.
+pub fn population_weights(features: usize) -> Vec<f64> {
+    synthetic::regression(1, features, 0.0, POPULATION_SEED).1.as_slice().to_vec()
+}
+
+/// `n` records of the synthetic population from the site's `seed`: x = u/√D with u uniform on
+/// [0, 1]^D (so ‖x‖ ≤ 1 by construction: public bounds, no data-dependent scaling), and the label
+/// y = xᵀw* + N(0, 0.1²) clipped to [−1, 1] (linear) or 1 if that is positive, else 0
+/// (logistic). Each row is the D features followed by the label.
+pub fn regression_records(seed: u64, n: usize, features: usize, model: Model) -> Vec<Vec<f64>> {
+    let w = population_weights(features);
+    let (x, _) = synthetic::regression(n, features, 0.0, seed);
+    let mut rng = derive(seed, "capelab-web/regression-labels");
+    let mut uniform = move || ((rng.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+    (0..n)
+        .map(|i| {
+            let mut row: Vec<f64> = (0..features).map(|j| x.x[(i, j)]).collect();
+            let score: f64 = row.iter().zip(&w).map(|(a, b)| a * b).sum();
+            // Box–Muller: one N(0, 1) draw from two uniforms
+            let normal = (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos();
+            let noisy = score + 0.1 * normal;
+            row.push(match model {
+                Model::Linear => noisy.clamp(-1.0, 1.0),
+                Model::Logistic => f64::from(u8::from(noisy > 0.0)),
+            });
+            row
+        })
+        .collect()
+}
+
 /// A fresh seed for a site that has none yet: five digits, easy to read out in class.
 pub fn fresh_seed() -> u64 {
     let mut rng = capelab_core::rng::os_rng();
@@ -193,6 +245,34 @@ pub fn fresh_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seeded_regression_records_are_in_fms_domain_and_share_w_star() {
+        for model in [Model::Linear, Model::Logistic] {
+            let a = regression_records(11, 200, 4, model);
+            let b = regression_records(12, 200, 4, model);
+            assert_ne!(a, b, "sites differ");
+            assert_eq!(a, regression_records(11, 200, 4, model), "seeded");
+            capelab_core::study::regression::check_records(model, &a, 200, 4).unwrap();
+            // the labels follow the shared w*: y·(xᵀw*) is mostly positive (linear) and the
+            // classes are not all one
+            let w = population_weights(4);
+            let agree = a
+                .iter()
+                .filter(|r| {
+                    let score: f64 = r[..4].iter().zip(&w).map(|(x, w)| x * w).sum();
+                    match model {
+                        Model::Linear => (r[4] - score).abs() < 0.5,
+                        Model::Logistic => (r[4] == 1.0) == (score > 0.0),
+                    }
+                })
+                .count();
+            assert!(agree > 150, "{model:?}: {agree} of 200");
+        }
+        let ones =
+            regression_records(3, 400, 3, Model::Logistic).iter().filter(|r| r[3] == 1.0).count();
+        assert!((40..360).contains(&ones), "{ones}");
+    }
 
     #[test]
     fn csv_with_a_header_and_comments() {

@@ -11,6 +11,7 @@ use crate::components::qr::QrCode;
 use crate::components::refusals::RelayNotices;
 use crate::components::study::mean_panel::MeanPanel;
 use crate::components::study::privacy_panel::PrivacyPanel;
+use crate::components::study::regression_panel::RegressionPanel;
 use crate::components::study::results_panel::ResultsPanel;
 use crate::components::study::wire_panel::WirePanel;
 use crate::page_url::{join_link, page_is_on_loopback};
@@ -23,6 +24,7 @@ use crate::transport::{Hello, LinkStatus};
 pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
     let state = RoomState::start(hello);
     let study = DashboardStudy::start(state);
+    let regression = RwSignal::new(false);
     let me = Signal::derive(move || state.me.get().map(|p| p.id));
     // Memos: a reconnect re-announces the same room, which must not rebuild the QR code.
     let room = Memo::new(move |_| state.room.get());
@@ -96,7 +98,20 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
                     empty_text="No sites yet. Open the join link on another device or tab."
                 />
             </section>
-            <MeanPanel study state />
+            <section class="card span-all study-picker" data-testid="study-picker">
+                <span class="label">"Study: "</span>
+                <button type="button" data-testid="pick-mean"
+                    class=move || if regression.get() { "button button-small" } else { "button button-small button-on" }
+                    disabled=move || study.view.live.with(Option::is_some)
+                    on:click=move |_| regression.set(false)>"Private mean"</button>
+                <button type="button" data-testid="pick-regression"
+                    class=move || if regression.get() { "button button-small button-on" } else { "button button-small" }
+                    disabled=move || study.view.live.with(Option::is_some)
+                    on:click=move |_| regression.set(true)>"Private regression"</button>
+            </section>
+            <Show when=move || !regression.get() fallback=move || view! { <RegressionPanel study state /> }>
+                <MeanPanel study state />
+            </Show>
             <ResultsPanel study />
             <PrivacyPanel study state />
             <WirePanel lines=study.view.wire total=study.view.wire_total me />

@@ -1,7 +1,9 @@
 //! The dashboard's "Private mean" form, read and checked before anything is sent.
 
+use capelab_core::fm::Model;
 use capelab_core::secagg;
-use capelab_core::study::mean::{Calibration, StudyConfigError, StudyParams};
+use capelab_core::study::mean::{Calibration, Query, StudyConfigError, StudyParams};
+use capelab_core::study::regression::RegressionQuery;
 use capelab_core::wire::ParticipantId;
 
 /// What the teacher typed, as text (the form's fields).
@@ -83,6 +85,56 @@ impl MeanFields {
     }
 }
 
+/// The dashboard's "Private regression" form (capeFM), as text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegressionFields {
+    pub epsilon: String,
+    pub delta: String,
+    pub records_per_site: String,
+    pub features: String,
+    pub logistic: bool,
+    pub conventional: bool,
+    pub analytic: bool,
+    pub step_mode: bool,
+}
+
+impl Default for RegressionFields {
+    fn default() -> Self {
+        RegressionFields {
+            epsilon: "0.5".into(),
+            delta: "1e-5".into(),
+            records_per_site: "500".into(),
+            features: "5".into(),
+            logistic: false,
+            conventional: true,
+            analytic: false,
+            step_mode: false,
+        }
+    }
+}
+
+impl RegressionFields {
+    /// Reads the fields for a capeFM study among `sites`; the core validates the parameters.
+    pub fn read(&self, sites: Vec<ParticipantId>) -> Result<MeanForm, FormError> {
+        if sites.len() < 2 {
+            return Err(FormError::TooFewSites { present: sites.len() });
+        }
+        let epsilon = real("ε", &self.epsilon)?;
+        let delta = real("δ", &self.delta)?;
+        let records = count("records per site", &self.records_per_site)?;
+        let features = count("features D", &self.features)?;
+        let model = if self.logistic { Model::Logistic } else { Model::Linear };
+        let calibration =
+            if self.analytic { Calibration::Analytic } else { Calibration::Classical };
+        let params = StudyParams::new(sites, epsilon, delta, records)?
+            .with_query(Query::Regression(RegressionQuery::new(model)))?
+            .with_dimension(features)?
+            .with_conventional(self.conventional)
+            .with_calibration(calibration)?;
+        Ok(MeanForm { params, step_mode: self.step_mode })
+    }
+}
+
 fn real(field: &'static str, text: &str) -> Result<f64, FormError> {
     text.trim()
         .parse::<f64>()
@@ -109,6 +161,23 @@ mod tests {
         assert_eq!((form.params.epsilon, form.params.delta), (0.5, 1e-5));
         assert_eq!(form.params.values_per_site, 1000);
         assert!(form.step_mode && !form.params.also_conventional);
+    }
+
+    #[test]
+    fn the_regression_form_makes_a_capefm_study() {
+        let form = RegressionFields::default().read(vec![3, 2, 4]).unwrap();
+        let Query::Regression(q) = form.params.query else { panic!("{:?}", form.params.query) };
+        assert_eq!((q.model, q.release_constant), (Model::Linear, true));
+        assert_eq!((form.params.dimension, form.params.values_per_site), (5, 500));
+        assert_eq!(form.params.vector_len(), 1 + 5 + 15);
+        let logistic = RegressionFields { logistic: true, ..RegressionFields::default() };
+        let p = logistic.read(vec![2, 3]).unwrap().params;
+        assert_eq!(p.vector_len(), 5 + 15);
+        let wide = RegressionFields { features: "65".into(), ..RegressionFields::default() };
+        assert!(matches!(
+            wide.read(vec![2, 3]),
+            Err(FormError::Params(StudyConfigError::Dimension { dimension: 65, max: 64 }))
+        ));
     }
 
     #[test]

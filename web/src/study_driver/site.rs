@@ -222,11 +222,7 @@ impl SiteStudy {
                 else {
                     return;
                 };
-                let rows = self
-                    .view
-                    .data
-                    .get_untracked()
-                    .rows_for(params.values_per_site, params.dimension);
+                let rows = self.view.data.get_untracked().rows_for_study(&params);
                 let site = MeanSite::new(me.id, from, rows, ledger, os_rng());
                 let transport =
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };

@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use capelab_core::accountant::{AccountantError, ComparisonRequest};
 use capelab_core::cape::figures::{fig5_noise_sweep, log_grid};
 use capelab_core::cape::{Collusion, PrivacyError};
-use capelab_core::study::mean::ledger_study_name;
 use capelab_core::wire::ParticipantId;
 
 use crate::components::charts::line::{LineChartSpec, Marker, Series};
@@ -26,7 +25,8 @@ pub fn spend_chart(
     rounds: &[FinishedRound],
     reports: &BTreeMap<ParticipantId, LedgerReport>,
 ) -> LineChartSpec {
-    let studies: Vec<String> = rounds.iter().map(|r| ledger_study_name(r.outcome.study)).collect();
+    let studies: Vec<String> =
+        rounds.iter().map(|r| r.outcome.params.query.ledger_study_name(r.outcome.study)).collect();
     let series: Vec<Series> = reports
         .iter()
         .enumerate()
@@ -222,7 +222,7 @@ mod tests {
     fn spend_per_round_follows_each_sites_ledger() {
         use capelab_core::accountant::{Budget, Event, Ledger, Release};
         let round = simulated(3, false, None);
-        let study = ledger_study_name(round.outcome.study);
+        let study = round.outcome.params.query.ledger_study_name(round.outcome.study);
         let mut ledger = Ledger::new("Clinic 0", Budget::new(10.0, 1e-5).unwrap()).unwrap();
         let release = |s: &str, t| Release {
             study: s.into(),

@@ -5,6 +5,8 @@ crate: [`crate::secagg`], [`crate::cape`] and the per-site [`crate::accountant::
 
 - [`mean`]: the private mean of the sites' rows, CAPE over the real SecureAgg (spec
   cape-secagg-pca-djica §2–§3).
+- [`regression`]: capeFM (spec cape-fm §4) run by the mean study's roles with
+  [`mean::Query::Regression`]: what a site releases, the model the dashboard fits.
 - [`gate`]: how a site role reaches its privacy ledger, and the all-or-nothing spend that stands
   between a computed release and the message that carries it.
 
@@ -14,6 +16,7 @@ two studies in one room never mix.
 
 pub mod gate;
 pub mod mean;
+pub mod regression;
 
 use serde::{Deserialize, Serialize};
 

@@ -91,7 +91,7 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
 }
 
 #[component]
-fn LiveStudyView(live: LiveStudy, study: DashboardStudy) -> impl IntoView {
+pub fn LiveStudyView(live: LiveStudy, study: DashboardStudy) -> impl IntoView {
     let name = |site: ParticipantId, live: &LiveStudy| {
         live.names.get(&site).cloned().unwrap_or_else(|| format!("Site {site}"))
     };

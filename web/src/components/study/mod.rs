@@ -5,6 +5,7 @@ pub mod ledger_panel;
 pub mod local_data_panel;
 pub mod mean_panel;
 pub mod privacy_panel;
+pub mod regression_panel;
 pub mod results_panel;
 pub mod site_study_panel;
 pub mod wire_panel;

@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use capelab_core::study::mean::{StudyOutcome, ViewPrivacy};
+use capelab_core::study::mean::{Query, StudyOutcome, ViewPrivacy};
 use capelab_core::wire::ParticipantId;
 use leptos::prelude::*;
 
 use crate::components::charts::Chart;
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{bits, forest};
+use crate::components::study::regression_panel::RegressionRoundView;
 use crate::download;
 use crate::ledger_report::LedgerReport;
 use crate::study_driver::dashboard::{DashboardStudy, FinishedRound};
@@ -52,7 +53,7 @@ pub fn ResultsPanel(study: DashboardStudy) -> impl IntoView {
                     <h2>"Results"</h2>
                     {picker}
                 </div>
-                {move || shown.get().map(|round| view! { <RoundView round reports=study.view.reports /> })}
+                {move || shown.get().map(|round| view! { <RoundView round reports=study.view.reports rounds /> })}
             </section>
         </Show>
     }
@@ -62,7 +63,11 @@ pub fn ResultsPanel(study: DashboardStudy) -> impl IntoView {
 fn RoundView(
     round: FinishedRound,
     reports: RwSignal<BTreeMap<ParticipantId, LedgerReport>>,
+    rounds: RwSignal<Vec<FinishedRound>>,
 ) -> impl IntoView {
+    let regression = matches!(round.outcome.params.query, Query::Regression(_));
+    let upto: Vec<FinishedRound> =
+        rounds.get_untracked().into_iter().filter(|r| r.number <= round.number).collect();
     let outcome = round.outcome.clone();
     let status = if outcome.estimates().is_some() { "estimated" } else { "aborted" };
     let stem = format!("capelab-round-{}-{}", round.number, outcome.study);
@@ -81,10 +86,18 @@ fn RoundView(
     };
     view! {
         <div class="round" data-testid="round-result" data-round=round.number data-status=status>
-            <Estimates round=round.clone() />
-            <Happenings round=round.clone() />
-            <MessagesChart round=round.clone() stem=stem.clone() />
-            <GainView outcome=outcome.clone() />
+            {if regression {
+                view! { <RegressionRoundView round=round.clone() rounds=upto /> }.into_any()
+            } else {
+                view! {
+                    <Estimates round=round.clone() />
+                    <Happenings round=round.clone() />
+                    <MessagesChart round=round.clone() stem=stem.clone() />
+                    <GainView outcome=outcome.clone() />
+                }
+                .into_any()
+            }}
+            {regression.then(|| view! { <Happenings round=round.clone() /> })}
             <DeltaTable outcome=outcome.clone() />
             <MaskedView round=round.clone() stem=stem.clone() />
             <div class="exports">

@@ -1,10 +1,12 @@
 //! A site's view of its part in the current study: where it is in the protocol, the noise it drew
 //! and released (ê_s, e_s, g_s, â_s), and how it ended.
 
-use capelab_core::study::mean::SitePhase;
+use capelab_core::study::mean::{PublicResult, Query, SitePhase, StudyParams};
+use capelab_core::study::regression::{fit_model, local_comparison};
 use leptos::prelude::*;
 
 use crate::components::charts::scale::format_value;
+use crate::local_data::DataSource;
 use crate::study_driver::site::{AttemptView, SiteEnd, SiteStudy, phase_text};
 
 #[component]
@@ -66,11 +68,18 @@ pub fn SiteStudyPanel(study: SiteStudy) -> impl IntoView {
                 .into_any(),
             });
             let attempts = s.attempts.clone();
+            let local = match (&s.end, &s.params, &s.noise) {
+                (Some(SiteEnd::Done(result)), Some(p), Some(n)) => {
+                    local_view(p, n.local_sd, result, &study.view.data.get_untracked())
+                }
+                _ => None,
+            };
             view! {
                 <p class="live-phase" data-testid="site-phase" data-phase=token>{phase_text(s.phase)}</p>
                 {params.map(|p| view! { <p class="muted">{p}</p> })}
                 {noise.map(|n| view! { <p class="muted">{n}</p> })}
                 {end}
+                {local}
                 {(!attempts.is_empty()).then(|| view! { <NoiseTable attempts /> })}
             }
             .into_any()
@@ -82,6 +91,39 @@ pub fn SiteStudyPanel(study: SiteStudy) -> impl IntoView {
             {content}
         </section>
     }
+}
+
+/// A regression study's shared model against this site's own non-private fit, on this site's
+/// records: computed here, never sent.
+fn local_view(
+    params: &StudyParams,
+    local_sd: f64,
+    result: &PublicResult,
+    data: &DataSource,
+) -> Option<AnyView> {
+    let Query::Regression(q) = params.query else { return None };
+    let fitted = fit_model(params, &result.cape, local_sd / result.survivors.len() as f64).ok()?;
+    let rows = data.rows_for_study(params);
+    params.query.check_rows(&rows, params.values_per_site, params.dimension).ok()?;
+    let c = local_comparison(q.model, &rows, params.dimension, &fitted.weights);
+    let values = |v: &[f64]| v.iter().map(|x| format_value(*x)).collect::<Vec<_>>().join(", ");
+    Some(
+        view! {
+            <div class="callout callout-ok" data-testid="site-regression" data-shared-loss=c.shared_loss data-local-loss=c.local_loss>
+                <p>"Shared capeFM model ŵ: " {values(&fitted.weights)}</p>
+                <table class="numbers">
+                    <tr><th>"on this site's records"</th><th>"loss"</th><th>{c.metric_name.clone()}</th></tr>
+                    <tr><td>"shared private ŵ"</td><td>{format_value(c.shared_loss)}</td><td>{format_value(c.shared_metric)}</td></tr>
+                    <tr><td>"this site's own non-private fit"</td><td>{format_value(c.local_loss)}</td><td>{format_value(c.local_metric)}</td></tr>
+                </table>
+                <p class="muted small">
+                    "Computed in this tab on this site's records only; nothing of it is sent. The "
+                    "own fit sees only these records, the shared model all sites' (with noise)."
+                </p>
+            </div>
+        }
+        .into_any(),
+    )
 }
 
 /// The noise of each attempt, first coordinate (and the count of the others).

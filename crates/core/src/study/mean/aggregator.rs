@@ -512,7 +512,7 @@ impl MeanAggregator {
         from: ParticipantId,
         release: ReleaseMessage,
     ) -> Result<Vec<Outgoing>, StudyError> {
-        let d = self.params.dimension;
+        let d = self.params.vector_len();
         let conventional_due =
             self.params.also_conventional && !self.conventional.contains_key(&from);
         let State::Collecting { attempt, survivors, waiting, releases, .. } = &mut self.state
@@ -724,7 +724,7 @@ impl MeanAggregator {
 fn check_vector(values: &[f64], d: usize, what: &str) -> Result<(), String> {
     if values.len() != d {
         return Err(format!(
-            "{what} has {} values, the study's dimension is d = {d}",
+            "{what} has {} values, the study's released vector has d = {d}",
             values.len()
         ));
     }

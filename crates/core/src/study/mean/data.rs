@@ -9,6 +9,8 @@ which names the row, the column and the value.
 
 use serde::{Deserialize, Serialize};
 
+use crate::fm::Model;
+
 /// Why a site's rows do not fit the study. Rows and columns count from 0.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, thiserror::Error)]
 pub enum DataError {
@@ -23,6 +25,16 @@ pub enum DataError {
          range, so rescale the data into it (values are never clipped silently)"
     )]
     OutOfRange { row: usize, column: usize, value: f64 },
+    #[error(
+        "row {row}: its features have norm ‖x‖₂ = {norm}, more than 1: FM's sensitivities hold \
+         only for ‖x‖₂ ≤ 1, so bring the data there with public bounds (never clipped silently)"
+    )]
+    RowNorm { row: usize, norm: f64 },
+    #[error(
+        "row {row}: label {value} is outside {} (the last column is the label)",
+        match model { Model::Linear => "[−1, 1]", Model::Logistic => "{0, 1}" }
+    )]
+    Label { row: usize, value: f64, model: Model },
 }
 
 /// Checks `rows` against a study of N_s = `values_per_site` rows of `dimension` values in [0, 1].

@@ -76,6 +76,7 @@ pub mod error;
 pub mod messages;
 pub mod outcome;
 pub mod params;
+pub mod query;
 pub mod sim;
 pub mod site;
 
@@ -88,4 +89,5 @@ pub use outcome::{
     StudyOutcome, StudyPhase, StudyResult, Theory, ViewPrivacy,
 };
 pub use params::{Calibration, NoisePlan, StudyParams, collusion_factor};
+pub use query::Query;
 pub use site::{MeanSite, SiteAbort, SiteAttempt, SiteOutcome, SitePhase, ledger_study_name};

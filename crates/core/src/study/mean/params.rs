@@ -26,6 +26,7 @@ use crate::secagg::{self, Encoding};
 use crate::wire::ParticipantId;
 
 use super::error::StudyConfigError;
+use super::query::Query;
 
 /// How the local noise τ is calibrated to (ε, δ).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,12 +60,15 @@ pub struct StudyParams {
     /// How many times the aggregator may re-run the round among the survivors after a site broke
     /// the zero sum (spec Remark 4). Each re-run is one more release per site; sites refuse more.
     pub max_reruns: u32,
+    /// What the sites compute: their rows' mean (the default) or capeFM's arrays.
+    #[serde(default)]
+    pub query: Query,
 }
 
 /// The noise one study implies, computed from [`StudyParams`] alone (all public).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NoisePlan {
-    /// Δ = √d/N_s.
+    /// Δ of the released vector: √d/N_s for a mean, m for a regression ([`Query::sensitivity`]).
     pub sensitivity: f64,
     /// τ: the standard deviation of each site's message noise (ê_s, and the conventional noise).
     pub local_sd: f64,
@@ -83,6 +87,8 @@ impl StudyParams {
     pub const MAX_RERUNS: u32 = 10;
     /// A bound on d that keeps one study's vectors displayable and its messages small.
     pub const MAX_DIMENSION: usize = 1 << 16;
+    /// A bound on a regression's D: Λ₂ alone releases D(D+1)/2 values.
+    pub const MAX_FEATURES: usize = 64;
 
     /// A study of `sites` (any order) with d = 1, the default threshold ⌊2S/3⌋ + 1, no
     /// conventional release, classical calibration and [`Self::DEFAULT_MAX_RERUNS`].
@@ -104,6 +110,7 @@ impl StudyParams {
             also_conventional: false,
             calibration: Calibration::Classical,
             max_reruns: Self::DEFAULT_MAX_RERUNS,
+            query: Query::Mean,
         };
         params.validate()?;
         Ok(params)
@@ -123,6 +130,16 @@ impl StudyParams {
 
     pub fn with_calibration(self, calibration: Calibration) -> Result<Self, StudyConfigError> {
         Self { calibration, ..self }.validated()
+    }
+
+    /// The same study computing `query` instead (the dimension is then D, the features).
+    pub fn with_query(self, query: Query) -> Result<Self, StudyConfigError> {
+        Self { query, ..self }.validated()
+    }
+
+    /// The length of the vector each site releases.
+    pub fn vector_len(&self) -> usize {
+        self.query.vector_len(self.dimension)
     }
 
     pub fn with_max_reruns(self, max_reruns: u32) -> Result<Self, StudyConfigError> {
@@ -164,11 +181,12 @@ impl StudyParams {
         if self.values_per_site == 0 {
             return Err(StudyConfigError::NoValues);
         }
-        if !(1..=Self::MAX_DIMENSION).contains(&self.dimension) {
-            return Err(StudyConfigError::Dimension {
-                dimension: self.dimension,
-                max: Self::MAX_DIMENSION,
-            });
+        let max = match self.query {
+            Query::Mean => Self::MAX_DIMENSION,
+            Query::Regression(_) => Self::MAX_FEATURES,
+        };
+        if !(1..=max).contains(&self.dimension) {
+            return Err(StudyConfigError::Dimension { dimension: self.dimension, max });
         }
         if self.max_reruns > Self::MAX_RERUNS {
             return Err(StudyConfigError::TooManyReruns {
@@ -176,7 +194,7 @@ impl StudyParams {
                 max: Self::MAX_RERUNS,
             });
         }
-        let sensitivity = (self.dimension as f64).sqrt() / self.values_per_site as f64;
+        let sensitivity = self.query.sensitivity(self.dimension, self.values_per_site);
         let local_sd = match self.calibration {
             Calibration::Classical => {
                 gaussian::classical_sigma_as_in_papers(sensitivity, self.epsilon, self.delta)
@@ -211,7 +229,7 @@ impl StudyParams {
         let params = secagg::Params {
             sites,
             threshold: self.threshold,
-            vector_len: self.dimension,
+            vector_len: self.vector_len(),
             encoding: Encoding::Fixed(format),
         };
         params.validate().map_err(StudyConfigError::SecAgg)?;

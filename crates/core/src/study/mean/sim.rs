@@ -24,6 +24,7 @@ use super::error::StudyConfigError;
 use super::messages::{MeanMessage, kind};
 use super::outcome::StudyOutcome;
 use super::params::{Calibration, StudyParams};
+use super::query::Query;
 use super::site::{MeanSite, SiteAttempt, SitePhase};
 
 /// When a scripted site vanishes.
@@ -99,6 +100,8 @@ pub struct StudySimConfig {
     pub max_reruns: u32,
     pub round_timeout_ms: u64,
     pub dropouts: Vec<ScriptedDropout>,
+    /// What the sites compute (the mean by default).
+    pub query: Query,
 }
 
 impl StudySimConfig {
@@ -115,6 +118,7 @@ impl StudySimConfig {
             max_reruns: StudyParams::DEFAULT_MAX_RERUNS,
             round_timeout_ms: 1_000,
             dropouts: Vec::new(),
+            query: Query::Mean,
         }
     }
 
@@ -134,6 +138,11 @@ impl StudySimConfig {
         Self { max_reruns, ..self }
     }
 
+    /// The sites compute `query` (for a regression, `dimension` is then D).
+    pub fn with_query(self, query: Query) -> Self {
+        Self { query, ..self }
+    }
+
     pub fn with_dropout(mut self, site: usize, at: StudyDropPoint, mode: DropMode) -> Self {
         self.dropouts.push(ScriptedDropout { site, at, mode });
         self
@@ -145,7 +154,8 @@ impl StudySimConfig {
             .with_dimension(self.dimension)?
             .with_conventional(self.also_conventional)
             .with_calibration(self.calibration)?
-            .with_max_reruns(self.max_reruns)?;
+            .with_max_reruns(self.max_reruns)?
+            .with_query(self.query)?;
         if let Some(t) = self.threshold {
             params = params.with_threshold(t)?;
         }

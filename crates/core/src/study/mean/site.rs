@@ -23,7 +23,6 @@ use crate::study::StudyId;
 use crate::study::gate::{self, LedgerAccess};
 use crate::wire::{ParticipantId, To};
 
-use super::data::{check_rows, row_mean};
 use super::error::StudyError;
 use super::messages::{DeclineReason, MeanBody, MeanMessage, PublicResult, ReleaseMessage, kind};
 use super::params::{NoisePlan, StudyParams, collusion_factor};
@@ -331,10 +330,11 @@ impl<L: LedgerAccess> MeanSite<L> {
             Ok(plan) => plan,
             Err(e) => return Ok(self.decline(DeclineReason::Params(e.to_string()))),
         };
-        if let Err(e) = check_rows(&self.rows, params.values_per_site, params.dimension) {
+        let query = params.query;
+        if let Err(e) = query.check_rows(&self.rows, params.values_per_site, params.dimension) {
             return Ok(self.decline(DeclineReason::Data(e)));
         }
-        let value = row_mean(&self.rows, params.dimension);
+        let value = query.value(&self.rows, params.dimension);
         let worst = params.worst_case_collusion_factor();
         let conventional = params.also_conventional;
         self.joined = Some(Joined { params, plan, value });
@@ -424,10 +424,11 @@ impl<L: LedgerAccess> MeanSite<L> {
                 "threshold t = {} instead of the study's {}",
                 secagg_params.threshold, params.threshold
             ))
-        } else if secagg_params.vector_len != params.dimension {
+        } else if secagg_params.vector_len != params.vector_len() {
             Some(format!(
-                "vectors of length {} instead of d = {}",
-                secagg_params.vector_len, params.dimension
+                "vectors of length {} instead of the study's {}",
+                secagg_params.vector_len,
+                params.vector_len()
             ))
         } else if secagg_params.encoding != Encoding::Fixed(joined.plan.format) {
             Some(format!(
@@ -457,7 +458,7 @@ impl<L: LedgerAccess> MeanSite<L> {
             self.me,
             &noise,
             &joined.plan.format,
-            joined.params.dimension,
+            joined.params.vector_len(),
             &mut self.rng,
         )?;
         let inner_rng = CapeRng::from_rng(&mut self.rng);
@@ -575,16 +576,17 @@ impl<L: LedgerAccess> MeanSite<L> {
     ) -> Result<Vec<Release>, LedgerError> {
         let joined = self.joined.as_ref().expect("accepted, so joined");
         let z = joined.plan.noise_multiplier;
-        let study = ledger_study_name(self.study.expect("started"));
+        let query = joined.params.query;
+        let study = query.ledger_study_name(self.study.expect("started"));
         let time_ms = self.ledger.with_ledger(|l| gate::release_time(l, now_ms));
         let mut events = vec![Event::with_collusion_factor(
-            format!("mean/cape attempt {attempt}"),
+            query.cape_label(attempt),
             Mechanism::Gaussian { noise_multiplier: z },
             1,
             collusion,
         )?];
         if conventional {
-            events.push(Event::gaussian("mean/conventional", z, 1)?);
+            events.push(Event::gaussian(query.conventional_label(), z, 1)?);
         }
         Ok(events
             .into_iter()
@@ -650,9 +652,10 @@ impl<L: LedgerAccess> MeanSite<L> {
 }
 
 /// The study name under which a site's ledger records the releases of private-mean study
-/// `study` ([`Release::study`]): a dashboard matches ledger reports to its rounds by it.
+/// `study` ([`Release::study`]): a dashboard matches ledger reports to its rounds by it. For any
+/// query, [`super::Query::ledger_study_name`].
 pub fn ledger_study_name(study: StudyId) -> String {
-    format!("mean {}", study.to_hex())
+    super::Query::Mean.ledger_study_name(study)
 }
 
 /// Wraps SecureAgg messages of `attempt` in the study's envelope, keeping their kinds.

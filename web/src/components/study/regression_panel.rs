@@ -1,0 +1,150 @@
+//! The dashboard's "Private regression" panel (capeFM): the form, the live study (the mean
+//! study's view: the protocol is the same), and, for a finished regression round, the fitted
+//! model, the loss-vs-ε chart and the guarantee.
+
+use capelab_core::wire::Role;
+use leptos::prelude::*;
+
+use crate::components::charts::scale::format_value;
+use crate::components::charts::{Chart, forest, line};
+use crate::components::study::mean_panel::LiveStudyView;
+use crate::session::RoomState;
+use crate::study_driver::dashboard::{DashboardStudy, FinishedRound};
+use crate::study_driver::form::RegressionFields;
+use crate::study_view::regression::{loss_chart, summary, weights_chart};
+
+#[component]
+pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
+    let d = RegressionFields::default();
+    let epsilon = RwSignal::new(d.epsilon);
+    let delta = RwSignal::new(d.delta);
+    let records = RwSignal::new(d.records_per_site);
+    let features = RwSignal::new(d.features);
+    let logistic = RwSignal::new(d.logistic);
+    let conventional = RwSignal::new(d.conventional);
+    let analytic = RwSignal::new(d.analytic);
+    let step_mode = RwSignal::new(d.step_mode);
+    let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
+    let running = move || study.view.live.with(Option::is_some);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let fields = RegressionFields {
+            epsilon: epsilon.get_untracked(),
+            delta: delta.get_untracked(),
+            records_per_site: records.get_untracked(),
+            features: features.get_untracked(),
+            logistic: logistic.get_untracked(),
+            conventional: conventional.get_untracked(),
+            analytic: analytic.get_untracked(),
+            step_mode: step_mode.get_untracked(),
+        };
+        study.start_round(move |sites| fields.read(sites));
+    };
+    let start_label = move || match present.get() {
+        0 | 1 => "Waiting for at least 2 sites".to_owned(),
+        s => format!("Run capeFM with the {s} sites present"),
+    };
+    view! {
+        <section class="card span-all mean-panel" data-testid="regression-panel">
+            <h2>"Private regression (capeFM)"</h2>
+            <p class="muted">
+                "Every site holds part of the data: records of D features in the unit ball and a "
+                "label. Each computes its functional-mechanism coefficient arrays Λ₀, Λ₁, Λ₂ and "
+                "releases them through CAPE, all blocks in one release calibrated to their joint "
+                "sensitivity (so the announced (ε, δ) holds for the whole release). The dashboard "
+                "averages them and minimises the noisy objective. The bounds that bring raw data "
+                "into the unit ball must be public: seeded sites draw x = u/√D by construction."
+            </p>
+            <form class="mean-form" on:submit=submit>
+                <fieldset class="field-grid" disabled=running>
+                    <label>"ε (for the whole release)"<input id="reg-epsilon" inputmode="decimal" bind:value=epsilon /></label>
+                    <label>"δ"<input id="reg-delta" inputmode="decimal" bind:value=delta /></label>
+                    <label>"records per site N_s"<input id="reg-records" inputmode="numeric" bind:value=records /></label>
+                    <label>"features D"<input id="reg-features" inputmode="numeric" bind:value=features /></label>
+                    <div class="checks">
+                        <label class="check"><input type="checkbox" id="reg-logistic" bind:checked=logistic />"logistic regression (labels 0/1) instead of linear"</label>
+                        <label class="check"><input type="checkbox" id="reg-conventional" bind:checked=conventional />"also ask for the conventional release"</label>
+                        <label class="check"><input type="checkbox" id="reg-analytic" bind:checked=analytic />"analytic calibration (a guarantee at any ε)"</label>
+                        <label class="check"><input type="checkbox" id="reg-step" bind:checked=step_mode />"step by step"</label>
+                    </div>
+                </fieldset>
+                <button
+                    type="submit"
+                    class="button button-primary"
+                    data-testid="start-regression"
+                    disabled=move || running() || present.get() < 2
+                >
+                    {start_label}
+                </button>
+            </form>
+            {move || study.view.start_error.get().map(|e| view! {
+                <p class="callout callout-error" data-testid="start-error" role="alert">{e}</p>
+            })}
+            {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
+        </section>
+    }
+}
+
+/// A finished regression round: the model, its guarantee, and the loss over the rounds so far.
+#[component]
+pub fn RegressionRoundView(round: FinishedRound, rounds: Vec<FinishedRound>) -> impl IntoView {
+    let Some(s) = summary(&round) else {
+        let reason = round.outcome.abort_reason().map(|r| r.to_string()).unwrap_or_default();
+        return view! {
+            <div class="callout callout-error" data-testid="abort-reason">
+                "Round " {round.number} " ended without a model: " {reason}
+            </div>
+        }
+        .into_any();
+    };
+    let stem = format!("capelab-round-{}-{}", round.number, round.outcome.study);
+    let weights_id = format!("weights-{}", round.number);
+    let loss_id = format!("loss-{}", round.number);
+    let weights_svg = forest::render(&weights_chart(&s), &weights_id);
+    let loss_svg = line::render(&loss_chart(&rounds, s.model), &loss_id);
+    let values = |v: &[f64]| v.iter().map(|x| format_value(*x)).collect::<Vec<_>>().join(", ");
+    let json = |v: &[f64]| serde_json::to_string(v).unwrap_or_default();
+    let guarantee = s.guarantee.clone().map(|g| {
+        let warnings = g.warnings.clone();
+        view! {
+            <div class="callout" data-testid="regression-guarantee" data-epsilon=g.epsilon>
+                <p>
+                    "Each site's release is (" {format_value(g.epsilon)} ", " {format!("{:e}", g.delta)}
+                    ")-DP against the full adversary view (requested ε = " {format_value(g.requested_epsilon)} ")."
+                </p>
+                <p class="muted">{g.how}</p>
+                {warnings.into_iter().map(|w| view! { <p class="muted">"⚠ " {w}</p> }).collect_view()}
+            </div>
+        }
+    });
+    let conventional = s.conventional.clone().map(|c| view! {
+        <div class="estimate estimate-conv" data-testid="regression-conventional" data-weights=json(&c.weights)>
+            <p class="label">"Conventional ŵ"</p>
+            <p class="estimate-value">{values(&c.weights)}</p>
+            <p class="muted">"room loss (estimated) " {c.room_loss_estimate.map(format_value)}</p>
+        </div>
+    });
+    let cape = s.cape.clone();
+    let loss = cape.room_loss_estimate.unwrap_or(f64::NAN);
+    view! {
+        <div class="regression-result" data-testid="regression-result" data-model=s.model.name()>
+            <div class="estimates">
+                <div class="estimate estimate-cape" data-testid="regression-model" data-weights=json(&cape.weights) data-loss=loss>
+                    <p class="label">"capeFM ŵ (" {s.sites} " sites)"</p>
+                    <p class="estimate-value">{values(&cape.weights)}</p>
+                    <p class="muted">"room loss (estimated from the release) " {format_value(loss)}</p>
+                    <p class="muted">{cape.minimiser.method.clone()} " · kept " {cape.minimiser.kept_eigenvalues} " of " {cape.weights.len()} " eigen-directions"</p>
+                </div>
+                {conventional}
+                <div class="estimate" data-testid="population-weights">
+                    <p class="label">"Population w* (seeded data)"</p>
+                    <p class="estimate-value">{values(&s.population)}</p>
+                </div>
+            </div>
+            {guarantee}
+            <Chart markup=Signal::stored(weights_svg) id=weights_id file_stem=format!("{stem}-weights") testid="weights-chart" />
+            <Chart markup=Signal::stored(loss_svg) id=loss_id file_stem=format!("{stem}-loss") testid="loss-chart" />
+        </div>
+    }
+    .into_any()
+}

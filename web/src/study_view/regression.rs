@@ -1,0 +1,209 @@
+/*!
+What the dashboard makes of a finished private-regression round (capeFM, core
+[`capelab_core::study::regression`]): the model fitted from the CAPE estimate (and from the
+conventional one), the guarantee, and the charts. Pure logic, tested natively.
+
+The dashboard never sees a site's records, so it cannot fit the non-private model of the room.
+What it shows beside the private ŵ instead:
+- w* of the synthetic population (public: [`crate::local_data::POPULATION_SEED`]), the model
+  that generated the seeded records (a reference only when the sites use seeded data);
+- the room's loss at ŵ as estimated from the released arrays themselves (f̂(ŵ), no extra privacy
+  cost, noisy and biased low), one point per round run so far: that is "loss vs ε for the room's
+  data". Every point is a real release that every site paid for in its ledger.
+Each site tab shows, locally, the shared model's loss on its own records next to its own
+non-private fit ([`capelab_core::study::regression::local_comparison`]).
+*/
+
+use capelab_core::fm::{Guarantee, Model};
+use capelab_core::study::mean::Query;
+use capelab_core::study::regression::{FittedModel, fit_model, study_guarantee};
+
+use crate::components::charts::forest::{ForestRow, ForestSpec};
+use crate::components::charts::line::{LineChartSpec, Series};
+use crate::components::charts::scale::Scale;
+use crate::components::charts::svg::PALETTE;
+use crate::local_data::population_weights;
+use crate::study_driver::dashboard::FinishedRound;
+
+/// One finished regression round's models and guarantee.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegressionSummary {
+    pub model: Model,
+    pub epsilon: f64,
+    pub sites: usize,
+    pub cape: FittedModel,
+    pub conventional: Option<FittedModel>,
+    pub guarantee: Option<Guarantee>,
+    /// w* of the synthetic population at this D.
+    pub population: Vec<f64>,
+}
+
+/// The summary of `round`, if it was a regression that produced estimates.
+pub fn summary(round: &FinishedRound) -> Option<RegressionSummary> {
+    let outcome = &round.outcome;
+    let Query::Regression(q) = outcome.params.query else { return None };
+    let est = outcome.estimates()?;
+    let s = est.survivors.len() as f64;
+    let tau = outcome.noise.local_sd;
+    let cape = fit_model(&outcome.params, &est.cape, tau / s).ok()?;
+    let conventional =
+        est.conventional.as_ref().and_then(|c| fit_model(&outcome.params, c, tau / s.sqrt()).ok());
+    Some(RegressionSummary {
+        model: q.model,
+        epsilon: outcome.params.epsilon,
+        sites: est.survivors.len(),
+        cape,
+        conventional,
+        guarantee: study_guarantee(&outcome.params, est.survivors.len()).ok(),
+        population: population_weights(outcome.params.dimension),
+    })
+}
+
+/// ŵ (CAPE, conventional) and w* per coordinate, as rows of a forest chart without error bars.
+pub fn weights_chart(summary: &RegressionSummary) -> ForestSpec {
+    let mut rows = Vec::new();
+    for (j, w) in summary.cape.weights.iter().enumerate() {
+        rows.push(ForestRow {
+            label: format!("w{} capeFM", j + 1),
+            value: *w,
+            sd: 0.0,
+            color: PALETTE[0],
+            emphasis: true,
+        });
+        if let Some(conv) = &summary.conventional {
+            rows.push(ForestRow {
+                label: format!("w{} conventional", j + 1),
+                value: conv.weights[j],
+                sd: 0.0,
+                color: PALETTE[1],
+                emphasis: false,
+            });
+        }
+        if let Some(star) = summary.population.get(j) {
+            rows.push(ForestRow {
+                label: format!("w{} population w*", j + 1),
+                value: *star,
+                sd: 0.0,
+                color: PALETTE[2],
+                emphasis: false,
+            });
+        }
+    }
+    ForestSpec {
+        title: format!("The fitted {} model, coordinate by coordinate", summary.model.name()),
+        x_label: "weight".into(),
+        rows,
+        note: Some(
+            "capeFM's ŵ minimises the noisy objective formed from the CAPE estimate of the \
+             arrays; w* is the synthetic population's true model (a reference when the sites use \
+             seeded data; the dashboard never sees any site's records)."
+                .into(),
+        ),
+    }
+}
+
+/// The room's loss at ŵ (estimated from the released arrays) against ε, one point per
+/// regression round of `model` so far.
+pub fn loss_chart(rounds: &[FinishedRound], model: Model) -> LineChartSpec {
+    let summaries: Vec<RegressionSummary> =
+        rounds.iter().filter_map(summary).filter(|s| s.model == model).collect();
+    let points = |f: &dyn Fn(&RegressionSummary) -> Option<f64>| {
+        let mut p: Vec<(f64, f64)> =
+            summaries.iter().filter_map(|s| f(s).map(|v| (s.epsilon, v))).collect();
+        p.sort_by(|a, b| a.0.total_cmp(&b.0));
+        p
+    };
+    let cape = points(&|s| s.cape.room_loss_estimate);
+    let conv = points(&|s| s.conventional.as_ref().and_then(|c| c.room_loss_estimate));
+    let all_eps = || summaries.iter().map(|s| s.epsilon);
+    let (lo, hi) = all_eps().fold((f64::INFINITY, 0.0f64), |(a, b), e| (a.min(e), b.max(e)));
+    let x = if summaries.is_empty() {
+        Scale::Log { min: 0.1, max: 10.0 }
+    } else {
+        Scale::Log { min: lo / 2.0, max: hi * 2.0 }
+    };
+    let y = Scale::linear_fit(cape.iter().chain(&conv).map(|p| p.1), &[0.0]);
+    let mut series = vec![Series {
+        name: "capeFM: f̂(ŵ) from the released arrays".into(),
+        color: PALETTE[0],
+        points: cape,
+        dashed: false,
+        dots: true,
+    }];
+    if !conv.is_empty() {
+        series.push(Series {
+            name: "conventional: f̂(ŵ) from its arrays".into(),
+            color: PALETTE[1],
+            points: conv,
+            dashed: true,
+            dots: true,
+        });
+    }
+    LineChartSpec {
+        title: format!("The room's {} loss vs ε, one point per round", model.name()),
+        x_label: "ε of the round".into(),
+        y_label: match model {
+            Model::Linear => "training MSE (estimated)".into(),
+            Model::Logistic => "Taylor loss (estimated)".into(),
+        },
+        x,
+        y,
+        series,
+        markers: Vec::new(),
+        note: Some(
+            "Each point is a real round: every site paid for it in its ledger. The loss is the \
+             noisy objective at ŵ, computed from the released coefficients alone (no extra \
+             privacy cost): noisy, and biased low because ŵ minimises that same noise."
+                .into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capelab_core::study::mean::sim::{StudySim, StudySimConfig};
+    use capelab_core::study::regression::RegressionQuery;
+    use std::collections::BTreeMap;
+
+    use crate::local_data::regression_records;
+
+    fn round(number: usize, epsilon: f64) -> FinishedRound {
+        let query = Query::Regression(RegressionQuery::new(Model::Linear));
+        let config = StudySimConfig::new(number as u64, epsilon, 1e-5, 200)
+            .with_dimension(3)
+            .with_conventional(true)
+            .with_query(query);
+        let sites = (0..4)
+            .map(|i| {
+                let ledger = capelab_core::accountant::Ledger::new(
+                    format!("s{i}"),
+                    capelab_core::accountant::Budget::new(100.0, 1e-5).unwrap(),
+                )
+                .unwrap();
+                (regression_records(100 + i, 200, 3, Model::Linear), ledger)
+            })
+            .collect();
+        let outcome = StudySim::new(config, sites).unwrap().run().outcome.unwrap();
+        FinishedRound { number, outcome, names: BTreeMap::new(), step_mode: false }
+    }
+
+    #[test]
+    fn a_round_gives_a_model_a_guarantee_and_a_point_per_epsilon() {
+        let rounds = [round(1, 0.5), round(2, 0.9)];
+        let s = summary(&rounds[0]).unwrap();
+        assert_eq!((s.sites, s.cape.weights.len(), s.population.len()), (4, 3, 3));
+        let g = s.guarantee.as_ref().unwrap();
+        assert_eq!(g.joint_multiplier, Some(1.5));
+        let views = g.cape.as_ref().unwrap();
+        assert!(g.epsilon > views.aggregator_only.epsilon_exact, "the full view is the weakest");
+        assert!(g.epsilon > 0.0 && g.epsilon < 1.0, "{}", g.epsilon);
+        let chart = weights_chart(&s);
+        assert_eq!(chart.rows.len(), 9, "ŵ, conventional and w* for each of 3 coordinates");
+        let loss = loss_chart(&rounds, Model::Linear);
+        assert_eq!(loss.series[0].points.len(), 2);
+        assert_eq!(loss.series[0].points[0].0, 0.5);
+        assert!(loss.series[0].points.iter().all(|p| p.1.is_finite()));
+        assert!(loss_chart(&rounds, Model::Logistic).series[0].points.is_empty());
+    }
+}
