@@ -24,7 +24,7 @@ use capelab_core::djica::accounting::StudyAccount;
 use capelab_core::djica::{
     CapeZeroSumNoise, DjicaConfig, DjicaResult, GaussianLevel, IterationReport, Method,
     NoiseScheme, PcaSettings, PrivacyUnit, ProjectedSite, REPORT_DELTA, Schedule, account,
-    run_djica,
+    ledger_releases, run_djica,
 };
 use capelab_core::fmri::maps::condition_number;
 use capelab_core::fmri::matrix_io::to_csv;
@@ -492,6 +492,11 @@ fn result_json(run: &Run, c: &DjicaCommon, study: &SyntheticStudy) -> Value {
             "noise": run.projected.pca.privacy,
         },
         "privacy": run.account,
+        // What a site's ledger records for this run (guarantee view; time 0 here), so a study
+        // driver can gate on it (accountant::ledger).
+        "ledger_releases": ledger_releases(&run.account, &format!("djica seed {}", c.seed), 0)
+            .map_err(|e| e.to_string())
+            .ok(),
         "noise_scales": d.privacy.scales,
         "data": {
             "subjects_per_site": study.config.subjects_per_site,
@@ -658,7 +663,7 @@ pub struct DjicaSweepArgs {
     pub common: DjicaCommon,
     #[arg(long, value_enum, default_value = "epsilon")]
     pub sweep: SweepAxis,
-    /// x values, comma-separated (default ε_i: 1,2,4,8,16,32,64 at subject level and
+    /// x values, comma-separated (default ε_i: 2,4,…,256 at subject level and
     /// 0.05,0.1,0.2,0.5,1 at time-point level; M: 64,128,256,512).
     #[arg(long, value_name = "LIST")]
     pub values: Option<String>,
@@ -726,7 +731,9 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
     let xs = match &args.values {
         Some(v) => parse_list(v, "--values")?,
         None => match (args.sweep, unit) {
-            (SweepAxis::Epsilon, UnitArg::Subject) => vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0],
+            (SweepAxis::Epsilon, UnitArg::Subject) => {
+                vec![2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]
+            }
             (SweepAxis::Epsilon, UnitArg::Timepoint) => vec![0.05, 0.1, 0.2, 0.5, 1.0],
             (SweepAxis::Subjects, _) => vec![64.0, 128.0, 256.0, 512.0],
         },

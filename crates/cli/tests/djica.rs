@@ -54,6 +54,10 @@ fn djica_writes_the_result_matrices_and_maps() {
     assert!(e["full_view_at_max"].as_f64().unwrap() >= full);
     assert_eq!(v["pca"]["principal_cosines"].as_array().unwrap().len(), 4);
     assert_eq!(v["history"].as_array().unwrap().len(), 60);
+    // The ledger records Ĝ and ĥ of all J* iterations (non-private PCA records nothing).
+    let ledger = v["ledger_releases"].as_array().unwrap();
+    assert_eq!(ledger.len(), 2, "{ledger:?}");
+    assert_eq!(ledger[0]["event"]["count"], 60);
     // q_NGI from the written files: the sources are W·V_Rᵀ·x, so P = W·V_Rᵀ·A.
     let read = |f: &str| parse_csv(&std::fs::read_to_string(dir.join(f)).unwrap()).unwrap();
     let (w, vr, a) = (read("W.csv"), read("V.csv"), read("A.csv"));
