@@ -27,8 +27,9 @@ use capelab_core::djica::{
     ledger_releases, run_djica,
 };
 use capelab_core::fmri::maps::condition_number;
-use capelab_core::fmri::matrix_io::to_csv;
-use capelab_core::fmri::{SiteData, SyntheticConfig, SyntheticStudy, generate};
+use capelab_core::fmri::matrix_io::{parse_csv_bytes, parse_npy, to_csv};
+use capelab_core::fmri::normalise::normalise_site;
+use capelab_core::fmri::{SiteData, SyntheticConfig, generate};
 use capelab_core::ica_quality::{align_maps, estimated_maps, match_components, principal_cosines};
 use capelab_core::pca::{CovarianceSensitivity, PcaConfig, PcaResult, Whitening, cape_pca};
 use capelab_core::rng::Seed;
@@ -202,6 +203,15 @@ pub struct DjicaArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Real data instead of the generator: one matrix per site (CSV, or `.npy` by extension),
+    /// D voxels × N_s time points, subjects of --timepoints columns each; comma-separated. There
+    /// is no ground truth, so no q_NGI, A.csv or maps.
+    #[arg(long, value_name = "FILES", value_delimiter = ',')]
+    pub data: Vec<PathBuf>,
+    /// The public scale applied to --data after demeaning, before the clip at ‖x‖ = 1 (choose
+    /// it from units, not from the data).
+    #[arg(long, value_name = "K", default_value_t = 1.0)]
+    pub data_scale: f64,
 }
 
 /// Checks the flags; the message names the flag and the bad value.
@@ -261,6 +271,75 @@ fn synthetic(c: &DjicaCommon, subjects: usize) -> SyntheticConfig {
     SyntheticConfig { grid: c.grid, components: c.components, timepoints: c.timepoints, ..base }
 }
 
+/// What a run works on: the sites' normalised data and, for synthetic data, the true maps.
+struct Study {
+    sites: Vec<SiteData>,
+    /// A (D×R), when known.
+    truth: Option<DMatrix<f64>>,
+    clipped_fraction: f64,
+    /// "synthetic (default preset)" or the files.
+    source: String,
+}
+
+fn synthetic_study(c: &DjicaCommon, subjects: usize, seed: u64) -> Result<Study, String> {
+    let study = generate(&synthetic(c, subjects), seed).map_err(|e| e.to_string())?;
+    Ok(Study {
+        sites: study.sites,
+        truth: Some(study.mixing),
+        clipped_fraction: study.clipped_fraction,
+        source: format!("synthetic ({} preset)", format!("{:?}", c.preset).to_lowercase()),
+    })
+}
+
+/// One site per file: a D×N_s matrix (voxels × time points) as CSV or `.npy`, subjects of
+/// `timepoints` columns each, demeaned per subject, scaled by the public `scale` and clipped to
+/// ‖x‖ ≤ 1 (spec §6). No ground truth, so no q_NGI.
+fn load_study(files: &[PathBuf], timepoints: usize, scale: f64) -> Result<Study, String> {
+    if !(scale.is_finite() && scale > 0.0) {
+        return Err(format!("--data-scale {scale} must be positive and finite"));
+    }
+    let mut sites = vec![];
+    let (mut clipped, mut samples) = (0usize, 0usize);
+    for (s, path) in files.iter().enumerate() {
+        let bytes = std::fs::read(path).map_err(|e| format!("--data {}: {e}", path.display()))?;
+        let x = if path.extension().is_some_and(|e| e == "npy") {
+            parse_npy(&bytes)
+        } else {
+            parse_csv_bytes(&bytes)
+        }
+        .map_err(|e| format!("--data {}: {e}", path.display()))?;
+        if timepoints == 0 || x.ncols() == 0 || !x.ncols().is_multiple_of(timepoints) {
+            return Err(format!(
+                "--data {}: {} time points (columns) are not a whole number of subjects of \
+                 --timepoints {timepoints}",
+                path.display(),
+                x.ncols()
+            ));
+        }
+        if let Some(first) = sites.first().map(|f: &SiteData| f.voxels())
+            && first != x.nrows()
+        {
+            return Err(format!(
+                "--data {}: {} voxels (rows), but site 1 has {first}",
+                path.display(),
+                x.nrows()
+            ));
+        }
+        let lengths = vec![timepoints; x.ncols() / timepoints];
+        let mut site = SiteData::new(x, lengths).map_err(|e| format!("site {}: {e}", s + 1))?;
+        let report = normalise_site(&mut site, scale);
+        clipped += report.clipped;
+        samples += report.samples;
+        sites.push(site);
+    }
+    Ok(Study {
+        sites,
+        truth: None,
+        clipped_fraction: clipped as f64 / samples.max(1) as f64,
+        source: files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
+    })
+}
+
 fn djica_config(c: &DjicaCommon, method: Method, eps: f64) -> DjicaConfig {
     let schedule = match c.schedule {
         ScheduleArg::Auto => None,
@@ -300,7 +379,8 @@ struct Projected {
     /// K, R×D.
     projection: DMatrix<f64>,
     sites: Vec<ProjectedSite>,
-    principal_cosines: Vec<f64>,
+    /// Against the true maps, when known.
+    principal_cosines: Option<Vec<f64>>,
 }
 
 fn pca_scheme(private: bool, method: Method) -> NoiseScheme {
@@ -313,7 +393,7 @@ fn pca_scheme(private: bool, method: Method) -> NoiseScheme {
     }
 }
 
-fn used_sites(study: &SyntheticStudy, method: Method) -> &[SiteData] {
+fn used_sites(study: &Study, method: Method) -> &[SiteData] {
     match method {
         Method::Local => &study.sites[..1],
         _ => &study.sites,
@@ -321,7 +401,7 @@ fn used_sites(study: &SyntheticStudy, method: Method) -> &[SiteData] {
 }
 
 fn project(
-    study: &SyntheticStudy,
+    study: &Study,
     c: &DjicaCommon,
     method: Method,
     noise: &mut CapeZeroSumNoise<capelab_core::cape::IdealSecureSum>,
@@ -342,7 +422,7 @@ fn project(
         .iter()
         .map(|s| ProjectedSite { x: &projection * &s.x, max_subject_len: s.max_subject_len() })
         .collect();
-    let principal_cosines = principal_cosines(&pca.subspace.v, &study.mixing);
+    let principal_cosines = study.truth.as_ref().map(|a| principal_cosines(&pca.subspace.v, a));
     Ok(Projected { pca, projection, sites: projected, principal_cosines })
 }
 
@@ -357,7 +437,7 @@ struct Run {
 }
 
 fn run_once(
-    study: &SyntheticStudy,
+    study: &Study,
     c: &DjicaCommon,
     method: Method,
     eps: f64,
@@ -365,14 +445,14 @@ fn run_once(
     observer: &mut dyn FnMut(&IterationReport<'_>),
 ) -> Result<Run, String> {
     let config = djica_config(c, method, eps);
-    let a_eff = &projected.projection * &study.mixing;
+    let a_eff = study.truth.as_ref().map(|a| &projected.projection * a);
     let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(c.seed), projected.sites.len());
     let djica = run_djica(
         projected.sites.clone(),
         &config,
         Seed::Fixed(c.seed),
         &mut noise,
-        Some(&a_eff),
+        a_eff.as_ref(),
         observer,
     )
     .map_err(|e| format!("capeDJICA: {e}"))?;
@@ -448,9 +528,9 @@ fn parameters_json(c: &DjicaCommon, method: Method, eps: f64, subjects: usize) -
     })
 }
 
-fn result_json(run: &Run, c: &DjicaCommon, study: &SyntheticStudy) -> Value {
+fn result_json(run: &Run, c: &DjicaCommon, study: &Study) -> Value {
     let d = &run.djica;
-    let cos = &run.projected.principal_cosines;
+    let cos = run.projected.principal_cosines.clone().unwrap_or_default();
     let mut warnings = vec![];
     if c.privacy_unit == UnitArg::Timepoint && run.method.is_private() {
         warnings.push(
@@ -482,12 +562,18 @@ fn result_json(run: &Run, c: &DjicaCommon, study: &SyntheticStudy) -> Value {
         "restarts": d.restarts,
         "final_rate": d.final_rate,
         "overall_epsilon": overall_epsilon_json(&run.account),
-        "parameters": parameters_json(c, run.method, c.eps_iter, c.subjects),
+        "parameters": parameters_json(
+            c,
+            run.method,
+            c.eps_iter,
+            study.sites.iter().map(SiteData::subjects).sum(),
+        ),
         "pca": {
             "private": c.pca == PcaArg::Cape,
             "principal_cosines": cos,
-            "mean_principal_cosine": cos.iter().sum::<f64>() / cos.len().max(1) as f64,
-            "min_principal_cosine": cos.iter().copied().fold(f64::INFINITY, f64::min),
+            "mean_principal_cosine": (!cos.is_empty())
+                .then(|| cos.iter().sum::<f64>() / cos.len() as f64),
+            "min_principal_cosine": cos.iter().copied().reduce(f64::min),
             "eigenvalues": run.projected.pca.subspace.eigenvalues.as_slice(),
             "noise": run.projected.pca.privacy,
         },
@@ -499,8 +585,10 @@ fn result_json(run: &Run, c: &DjicaCommon, study: &SyntheticStudy) -> Value {
             .ok(),
         "noise_scales": d.privacy.scales,
         "data": {
-            "subjects_per_site": study.config.subjects_per_site,
-            "condition_number_a": condition_number(&study.mixing),
+            "source": study.source,
+            "subjects_per_site": study.sites.iter().map(SiteData::subjects).collect::<Vec<_>>(),
+            "voxels": study.sites[0].voxels(),
+            "condition_number_a": study.truth.as_ref().map(condition_number),
             "clipped_fraction": study.clipped_fraction,
         },
         "history": d.history,
@@ -512,13 +600,13 @@ fn result_json(run: &Run, c: &DjicaCommon, study: &SyntheticStudy) -> Value {
 /// followed by a row of the recovered maps matched to them (permutation and sign).
 fn maps_figure(
     run: &Run,
-    study: &SyntheticStudy,
+    truth: &DMatrix<f64>,
     c: &DjicaCommon,
     path: &Path,
 ) -> Result<Vec<PathBuf>, String> {
     let r = c.components;
     let g = c.grid;
-    let p = &run.unmixing * &study.mixing;
+    let p = &run.unmixing * truth;
     let matching = match_components(&p);
     let Some(est) = estimated_maps(&run.unmixing) else {
         return Err("the recovered unmixing is not finite; no maps to draw".into());
@@ -534,7 +622,7 @@ fn maps_figure(
     for block in (0..r).step_by(columns) {
         let range = block..(block + columns).min(r);
         for j in range.clone() {
-            let col = study.mixing.column(j);
+            let col = truth.column(j);
             tiles.push(tile(format!("true {}", j + 1), g, col.iter().copied()));
         }
         for j in range.clone() {
@@ -584,8 +672,26 @@ fn progress_bar(len: u64, quiet: bool) -> ProgressBar {
 fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
     let c = &args.common;
     let method: Method = args.method.into();
+    let c = &if args.data.is_empty() {
+        c.clone()
+    } else {
+        // The data decide S and M; the checks below see them.
+        let subjects = args.data.len().max(1);
+        DjicaCommon { sites: args.data.len(), subjects, ..c.clone() }
+    };
     validate(c, method)?;
-    let study = generate(&synthetic(c, c.subjects), c.seed).map_err(|e| e.to_string())?;
+    let study = if args.data.is_empty() {
+        synthetic_study(c, c.subjects, c.seed)?
+    } else {
+        load_study(&args.data, c.timepoints, args.data_scale)?
+    };
+    if c.components > study.sites[0].voxels() {
+        return Err(format!(
+            "--components {} exceeds the data's {} voxels",
+            c.components,
+            study.sites[0].voxels()
+        ));
+    }
     let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(c.seed), used_sites(&study, method).len());
     let projected = project(&study, c, method, &mut noise)?;
     let bar = progress_bar(c.max_iterations as u64, args.quiet);
@@ -607,8 +713,10 @@ fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
     let w_full = &run.unmixing * &run.projected.pca.subspace.v;
     files.push(write(&args.out.join("W.csv"), to_csv(&w_full))?);
     files.push(write(&args.out.join("V.csv"), to_csv(&run.projected.pca.subspace.v))?);
-    files.push(write(&args.out.join("A.csv"), to_csv(&study.mixing))?);
-    files.extend(maps_figure(&run, &study, c, &args.out.join("maps"))?);
+    if let Some(truth) = &study.truth {
+        files.push(write(&args.out.join("A.csv"), to_csv(truth))?);
+        files.extend(maps_figure(&run, truth, c, &args.out.join("maps"))?);
+    }
     Ok((result, files))
 }
 
@@ -770,7 +878,7 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
         let seed = c.seed + run;
         let rc = DjicaCommon { seed, ..c.clone() };
         for (mi, &m_subjects) in subject_values.iter().enumerate() {
-            let study = generate(&synthetic(&rc, m_subjects), seed).map_err(|e| e.to_string())?;
+            let study = synthetic_study(&rc, m_subjects, seed)?;
             for (k, &method) in methods.iter().enumerate() {
                 let mut noise =
                     CapeZeroSumNoise::ideal(Seed::Fixed(seed), used_sites(&study, method).len());
@@ -799,10 +907,8 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
                     let p = points.entry((xi, k)).or_default();
                     p.q.push(r.0.unwrap_or(f64::NAN));
                     p.iterations.push(r.2 as f64);
-                    p.pca_cos.push(
-                        projected.principal_cosines.iter().sum::<f64>()
-                            / projected.principal_cosines.len().max(1) as f64,
-                    );
+                    let cos = projected.principal_cosines.as_deref().unwrap_or_default();
+                    p.pca_cos.push(cos.iter().sum::<f64>() / cos.len().max(1) as f64);
                     if let Some(a) = r.1.as_ref().filter(|a| a.ica.is_some()) {
                         p.eps_full.push(a.ica_epsilon().unwrap_or(f64::NAN));
                         p.eps_full_max.push(a.ica_epsilon_at_max().unwrap_or(f64::NAN));

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use capelab_core::fmri::matrix_io::parse_csv;
+use capelab_core::fmri::matrix_io::{parse_csv, to_csv, to_npy};
 use capelab_core::ica_quality::q_ngi;
+use nalgebra::DMatrix;
 use serde_json::Value;
 
 fn cape(args: &[&str]) -> Output {
@@ -154,4 +155,57 @@ fn sweep_writes_csv_figures_and_thresholds() {
         assert!((0.0..=1.0).contains(&q));
         assert_eq!(row["runs"], 2);
     }
+}
+
+#[test]
+fn a_site_can_bring_its_own_matrices() {
+    let dir = scratch("data");
+    // Two sites, D = 16 voxels, two subjects of 50 time points each: three sources with
+    // different waveforms through a fixed mixing (no ground truth is given to the command).
+    let site = |phase: f64| {
+        DMatrix::from_fn(16, 100, |v, t| {
+            let t = t as f64 + phase;
+            let s = [(t * 0.37).sin().powi(3), ((t * 0.11).cos() * 3.0).tanh(), (t * 0.73).sin()];
+            (0..3).map(|k| s[k] * (((v * 7 + k * 3) % 11) as f64 - 5.0) / 5.0).sum::<f64>()
+        })
+    };
+    std::fs::write(dir.join("a.csv"), to_csv(&site(0.0))).unwrap();
+    std::fs::write(dir.join("b.npy"), to_npy(&site(17.0))).unwrap();
+    let files = format!("{},{}", dir.join("a.csv").display(), dir.join("b.npy").display());
+    let out = dir.join("out");
+    let run = cape(&[
+        "djica",
+        "--data",
+        &files,
+        "--timepoints",
+        "50",
+        "--components",
+        "3",
+        "--privacy-unit",
+        "timepoint",
+        "--max-iterations",
+        "20",
+        "--data-scale",
+        "0.2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("result.json")).unwrap()).unwrap();
+    assert!(v["q_ngi"].is_null(), "no ground truth, no q");
+    assert_eq!(v["parameters"]["subjects"], 4);
+    assert_eq!(v["data"]["subjects_per_site"], serde_json::json!([2, 2]));
+    assert!(v["overall_epsilon"]["full_view"].as_f64().unwrap() > 0.0);
+    let w = parse_csv(&std::fs::read_to_string(out.join("W.csv")).unwrap()).unwrap();
+    assert_eq!(w.shape(), (3, 3));
+    assert!(!out.join("A.csv").exists());
+    // A ragged file is refused with the numbers.
+    std::fs::write(dir.join("c.csv"), to_csv(&DMatrix::<f64>::zeros(16, 75))).unwrap();
+    let files = format!("{},{}", dir.join("a.csv").display(), dir.join("c.csv").display());
+    let run =
+        cape(&["djica", "--data", &files, "--timepoints", "50", "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("75 time points (columns) are not a whole number of subjects"), "{err}");
 }
