@@ -771,7 +771,7 @@ pub struct DjicaSweepArgs {
     pub common: DjicaCommon,
     #[arg(long, value_enum, default_value = "epsilon")]
     pub sweep: SweepAxis,
-    /// x values, comma-separated (default ε_i: 2,4,…,256 at subject level and
+    /// x values, comma-separated (default ε_i: 0.5,1,2,4,…,256 at subject level and
     /// 0.05,0.1,0.2,0.5,1 at time-point level; M: 64,128,256,512).
     #[arg(long, value_name = "LIST")]
     pub values: Option<String>,
@@ -840,7 +840,7 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
         Some(v) => parse_list(v, "--values")?,
         None => match (args.sweep, unit) {
             (SweepAxis::Epsilon, UnitArg::Subject) => {
-                vec![2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]
+                vec![0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]
             }
             (SweepAxis::Epsilon, UnitArg::Timepoint) => vec![0.05, 0.1, 0.2, 0.5, 1.0],
             (SweepAxis::Subjects, _) => vec![64.0, 128.0, 256.0, 512.0],
