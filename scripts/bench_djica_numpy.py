@@ -15,12 +15,16 @@ Prints one JSON line: {"bench":"djica","runner":"numpy", "cells":[{subjects, pca
 iterations, ...}]}. `iteration_ms` is the mean over the timed iterations; `end_to_end_s`
 projects capePCA + J_max iterations from it.
 
+Run it with OPENBLAS_NUM_THREADS=1 (scripts/bench does) to compare with the single-threaded native
+run; the JSON records the setting.
+
 Usage: bench_djica_numpy.py [--sites 4] [--subjects 1024,256] [--grid 30] [--components 20]
                             [--timepoints 250] [--iterations 100] [--jmax 1000]
 """
 
 import argparse
 import json
+import os
 import time
 
 import numpy as np
@@ -135,7 +139,8 @@ def main():
     print(json.dumps({
         "bench": "djica",
         "runner": "numpy",
-        "build": f"numpy {np.__version__}",
+        "build": f"numpy {np.__version__}, OPENBLAS_NUM_THREADS="
+        + os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
         "cells": cells,
     }))
 
