@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 
 mod account;
 mod bench;
+mod djica;
 mod fm;
 mod mean;
 mod nn;
@@ -38,6 +39,12 @@ enum Command {
     Nn(nn::NnArgs),
     /// Averaged network runs over ε per iteration or N, written as CSV and figures.
     NnSweep(nn::NnSweepArgs),
+    /// capePCA + capeDJICA (or a baseline) on synthetic fMRI: q_NGI, overall ε, W, V, A and the
+    /// true vs recovered spatial maps.
+    Djica(djica::DjicaArgs),
+    /// Averaged capeDJICA runs over ε_i or M for every method (seed 000 Figs. 1–2): CSV, figures
+    /// and the threshold ε_i of each method.
+    DjicaSweep(djica::DjicaSweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -49,5 +56,7 @@ fn main() -> ExitCode {
         Command::FmSweep(args) => fm::run_sweep(args),
         Command::Nn(args) => nn::run(args),
         Command::NnSweep(args) => nn::run_sweep(args),
+        Command::Djica(args) => djica::run(args),
+        Command::DjicaSweep(args) => djica::run_sweep(args),
     }
 }

@@ -13,7 +13,7 @@
 
 use capelab_core::djica::gradient::{ClipBounds, GradientWorkspace, SampleColumns, site_gradient};
 use capelab_core::djica::{
-    DjicaConfig, GaussianLevel, IdealZeroSumNoise, Method, PcaSettings, PrivacyUnit, Schedule,
+    CapeZeroSumNoise, DjicaConfig, GaussianLevel, Method, PcaSettings, PrivacyUnit, Schedule,
     StudyData, run_study,
 };
 use capelab_core::fmri::{SyntheticConfig, generate};
@@ -191,7 +191,7 @@ fn run(kv: &HashMap<String, String>) {
         let t = Instant::now();
         let study = generate(&synth, seed).unwrap();
         let t_gen = t.elapsed().as_secs_f64();
-        let mut noise = IdealZeroSumNoise::new(
+        let mut noise = CapeZeroSumNoise::ideal(
             Seed::Fixed(seed),
             if method == Method::Local { 1 } else { sites },
         );
@@ -403,7 +403,7 @@ fn sweep(kv: &HashMap<String, String>) {
         let study = generate(&synth, seed).unwrap();
         let r = synth.components;
         let pca_for = |sites: &[capelab_core::fmri::SiteData]| {
-            let mut unused = IdealZeroSumNoise::new(Seed::Fixed(seed), sites.len());
+            let mut unused = CapeZeroSumNoise::ideal(Seed::Fixed(seed), sites.len());
             let cfg = PcaConfig {
                 components: r,
                 scheme: NoiseScheme::None,
@@ -434,7 +434,7 @@ fn sweep(kv: &HashMap<String, String>) {
                     average_tail: get(kv, "avg", 0.5),
                     ..DjicaConfig::default()
                 };
-                let mut noise = IdealZeroSumNoise::new(Seed::Fixed(seed), sites);
+                let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(seed), sites);
                 let t = Instant::now();
                 let res = run_djica(
                     projected,
@@ -507,7 +507,7 @@ fn iteration(kv: &HashMap<String, String>) {
                 .collect();
             let taus_g: Vec<f64> = sites.iter().map(|s| s.scales().tau_g).collect();
             let taus_h: Vec<f64> = sites.iter().map(|s| s.scales().tau_h).collect();
-            let mut noise = IdealZeroSumNoise::new(Seed::Fixed(1), 4);
+            let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(1), 4);
             let mut agg = DjicaAggregator::new(
                 DMatrix::identity(20, 20),
                 DVector::zeros(20),

@@ -1,7 +1,7 @@
 //! capePCA (spec §4, Algorithm 3): exact recovery without noise, the symmetric and zero-sum
 //! structure of its noise, the aggregate variance of CAPE vs conventional noise, and Δ_C.
 
-use capelab_core::djica::noise::{IdealZeroSumNoise, NoiseScheme, ZeroSumNoise};
+use capelab_core::djica::noise::{CapeZeroSumNoise, NoiseScheme, ZeroSumNoise};
 use capelab_core::djica::{GaussianLevel, PrivacyUnit};
 use capelab_core::fmri::{SiteData, SyntheticConfig, generate};
 use capelab_core::ica_quality::principal_cosines;
@@ -29,7 +29,7 @@ fn noiseless_pca_recovers_the_true_subspace() {
         level: GaussianLevel { epsilon: 1.0, delta: 1e-5 },
         sensitivity: CovarianceSensitivity::default(),
     };
-    let mut noise = IdealZeroSumNoise::new(Seed::Fixed(1), 4);
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(1), 4);
     let result = cape_pca(&study.sites, &cfg, Seed::Fixed(1), &mut noise).unwrap();
     let cosines = principal_cosines(&result.subspace.v, &study.mixing);
     // X = A·S exactly (no voxel noise; clipping rescales whole time points, staying in span A).
@@ -51,7 +51,7 @@ fn site_covariance_is_the_mean_outer_product() {
 #[test]
 fn zero_sum_noise_is_symmetric_and_cancels_across_sites() {
     let (d, sites, tau) = (6, 4, 0.7);
-    let mut source = IdealZeroSumNoise::new(Seed::Fixed(9), sites);
+    let mut source = CapeZeroSumNoise::ideal(Seed::Fixed(9), sites);
     let shares = source.draw(&[tau; 4], upper_len(d)).unwrap();
     let mut total = DMatrix::zeros(d, d);
     for share in &shares {
@@ -61,7 +61,7 @@ fn zero_sum_noise_is_symmetric_and_cancels_across_sites() {
         assert!(e.iter().any(|&v| v != 0.0));
         total += e;
     }
-    assert!(total.amax() < 1e-14, "Σ E_s = 0, got {}", total.amax());
+    assert_eq!(total.amax(), 0.0, "Σ E_s = 0 exactly (fixed-point split, crate::cape)");
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn releases_are_symmetric_and_cape_noise_averages_s_times_lower_than_conventiona
     let cov = DMatrix::<f64>::zeros(d, d);
     let entries = upper_len(d) as f64;
     let variance = |scheme: NoiseScheme| {
-        let mut source = IdealZeroSumNoise::new(Seed::Fixed(5), sites);
+        let mut source = CapeZeroSumNoise::ideal(Seed::Fixed(5), sites);
         let shares = source.draw(&[tau; 4], upper_len(d)).unwrap();
         let releases: Vec<DMatrix<f64>> = (0..sites)
             .map(|s| {
@@ -116,7 +116,7 @@ fn covariance_sensitivity_follows_the_spec() {
         level: GaussianLevel { epsilon: 1.0, delta: 1e-5 },
         sensitivity: subject,
     };
-    let mut noise = IdealZeroSumNoise::new(Seed::Fixed(2), 4);
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(2), 4);
     let result = cape_pca(&study.sites, &cfg, Seed::Fixed(2), &mut noise).unwrap();
     for (site, (&delta, &tau)) in
         study.sites.iter().zip(result.privacy.deltas.iter().zip(&result.privacy.taus))
@@ -155,7 +155,7 @@ fn top_eigenvectors_are_chosen_by_algebraic_value_and_whitening_is_guarded() {
 fn mismatched_sites_and_bad_levels_are_errors() {
     let a = SiteData::new(DMatrix::zeros(4, 10), vec![10]).unwrap();
     let b = SiteData::new(DMatrix::zeros(5, 10), vec![10]).unwrap();
-    let mut noise = IdealZeroSumNoise::new(Seed::Fixed(1), 2);
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(1), 2);
     let mut cfg = PcaConfig {
         components: 2,
         scheme: NoiseScheme::None,

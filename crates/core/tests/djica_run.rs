@@ -2,7 +2,7 @@
 //! CAPE against local DP-ICA at time-point level, determinism, and the iteration accounting.
 
 use capelab_core::djica::{
-    DjicaConfig, DjicaError, GaussianLevel, IdealZeroSumNoise, Method, PcaSettings, PrivacyUnit,
+    CapeZeroSumNoise, DjicaConfig, DjicaError, GaussianLevel, Method, PcaSettings, PrivacyUnit,
     ProjectedSite, Schedule, StopReason, StudyData, run_djica, run_study,
 };
 use capelab_core::fmri::{SyntheticConfig, SyntheticStudy, generate};
@@ -31,7 +31,7 @@ fn run(
     config: &DjicaConfig,
     seed: u64,
 ) -> capelab_core::djica::StudyResult {
-    let mut noise = IdealZeroSumNoise::new(Seed::Fixed(seed), study.sites.len());
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(seed), study.sites.len());
     run_study(
         StudyData::synthetic(study),
         &PcaSettings::default(),
@@ -108,7 +108,7 @@ fn every_iteration_counts_including_restarts_and_the_observer_sees_each() {
         ..config(Method::Cape, 0.5)
     };
     let mut seen = Vec::new();
-    let mut noise = IdealZeroSumNoise::new(Seed::Fixed(1), 4);
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(1), 4);
     let result =
         run_djica(sites, &cfg, Seed::Fixed(1), &mut noise, None, &mut |r| seen.push(r.iteration))
             .unwrap();
@@ -131,7 +131,7 @@ fn the_default_schedule_anneals_only_without_noise() {
 
 #[test]
 fn bad_inputs_are_typed_errors() {
-    let mut noise = IdealZeroSumNoise::new(Seed::Fixed(1), 2);
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(1), 2);
     let sites = vec![
         ProjectedSite { x: DMatrix::zeros(3, 10), max_subject_len: 10 },
         ProjectedSite { x: DMatrix::zeros(4, 10), max_subject_len: 10 },
@@ -160,7 +160,7 @@ fn tail_averaging_reports_the_mean_of_the_last_iterates() {
         .collect();
     let cfg = DjicaConfig { max_iterations: 40, average_tail: 0.25, ..config(Method::Cape, 0.5) };
     let mut tail = Vec::new();
-    let mut noise = IdealZeroSumNoise::new(Seed::Fixed(2), 4);
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(2), 4);
     let result = run_djica(sites, &cfg, Seed::Fixed(2), &mut noise, None, &mut |r| {
         if r.iteration > 30 {
             tail.push(r.w.clone());

@@ -2,10 +2,12 @@
 `cape bench`: timings of the protocol roles, on the bare roles (no transport, no simulator).
 
 - `cape bench secagg`: each SecureAgg role per round ([`secagg`]).
+- `cape bench djica`: capePCA + capeDJICA end to end ([`djica`]).
 */
 
 use std::process::ExitCode;
 
+pub mod djica;
 pub mod secagg;
 
 #[derive(clap::Subcommand, Debug)]
@@ -13,10 +15,14 @@ pub enum BenchCommand {
     /// SecureAgg: time per round per role for S sites and vectors of length D (median and min
     /// over repetitions); optionally merged with the browser's figures for the wasm/native ratio.
     Secagg(secagg::SecaggArgs),
+    /// capePCA + capeDJICA end to end at paper scale (S = 4, M = 1024, D = 900, R = 20) and at
+    /// M = 256; optionally merged with numpy's and the browser's figures for the ratios.
+    Djica(djica::DjicaBenchArgs),
 }
 
 pub fn run(command: BenchCommand) -> ExitCode {
     match command {
         BenchCommand::Secagg(args) => secagg::run(args),
+        BenchCommand::Djica(args) => djica::run(args),
     }
 }

@@ -8,10 +8,15 @@ The privacy unit is a parameter because the two readings differ by a factor N_m 
   equal subjects.
 - **Time point** (a weaker guarantee, since one subject's time points are correlated): Δ = 2B/N_s.
 
-The mechanism is the classical Gaussian one, τ = Δ·c(δ)/ε with c(δ) = sqrt(2 ln(1.25/δ)). Its
-noise multiplier z = τ/Δ = c(δ)/ε is what the accountant composes (spec §5 "Accounting").
+The mechanism is the classical Gaussian one, τ = Δ·c(δ)/ε with c(δ) = sqrt(2 ln(1.25/δ)), from
+[`crate::gaussian`]. capeDJICA's ε_i follows the paper, which applies the classical formula beyond
+ε < 1 (its sweeps reach ε_i = 32 here): [`GaussianLevel::multiplier`] uses
+[`gaussian::classical_sigma_as_in_papers`], so at ε_i ≥ 1 the per-release (ε_i, δ_i) is a label of
+the noise level, not a guarantee. The guarantee is the overall ε that the accountant computes from
+the noise multiplier z = τ/Δ = c(δ)/ε ([`super::accounting`]; spec §5 "Accounting").
 */
 
+use crate::gaussian::{self, CalibrationError};
 use serde::{Deserialize, Serialize};
 
 /// Whose privacy a release protects: what two neighbouring data sets differ in.
@@ -47,14 +52,6 @@ pub fn mean_sensitivity(
     2.0 * clip * unit.samples_per_unit(max_subject_len) as f64 / samples as f64
 }
 
-/// The classical Gaussian mechanism's multiplier c(δ) = sqrt(2 ln(1.25/δ)), so that
-/// τ = Δ·c(δ)/ε (spec conventions; c(1e-2) = 3.10751, c(1e-5) = 4.84481).
-///
-/// Merge note: replace with `crate::gaussian` (written in parallel) at merge.
-pub(crate) fn classical_multiplier(delta: f64) -> f64 {
-    (2.0 * (1.25 / delta).ln()).sqrt()
-}
-
 /// A per-release privacy level (ε, δ) for the classical Gaussian mechanism.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GaussianLevel {
@@ -65,14 +62,15 @@ pub struct GaussianLevel {
 }
 
 impl GaussianLevel {
-    /// The noise multiplier z = τ/Δ = c(δ)/ε.
-    pub fn multiplier(self) -> f64 {
-        classical_multiplier(self.delta) / self.epsilon
+    /// The noise multiplier z = τ/Δ = c(δ)/ε, at any ε > 0 as in the papers
+    /// ([`gaussian::classical_sigma_as_in_papers`] with Δ = 1).
+    pub fn multiplier(self) -> Result<f64, CalibrationError> {
+        gaussian::classical_sigma_as_in_papers(1.0, self.epsilon, self.delta)
     }
 
     /// True when (ε, δ) are in range for the mechanism: ε > 0 and δ ∈ (0, 1).
     pub fn is_valid(self) -> bool {
-        self.epsilon.is_finite() && self.epsilon > 0.0 && self.delta > 0.0 && self.delta < 1.0
+        self.multiplier().is_ok()
     }
 }
 
@@ -82,7 +80,25 @@ mod tests {
 
     #[test]
     fn multiplier_matches_the_spec_values() {
-        assert!((classical_multiplier(1e-2) - 3.10751).abs() < 1e-5);
-        assert!((classical_multiplier(1e-5) - 4.84481).abs() < 1e-5);
+        let z = |epsilon, delta| GaussianLevel { epsilon, delta }.multiplier().unwrap();
+        assert!((z(1.0, 1e-2) - 3.10751).abs() < 1e-5);
+        assert!((z(1.0, 1e-5) - 4.84481).abs() < 1e-5);
+        // spec §5 RDP table: ε_i = 0.5 → z = 6.2150; the papers' formula also at ε_i ≥ 1.
+        assert!((z(0.5, 1e-2) - 6.2150).abs() < 5e-5);
+        assert!((z(8.0, 1e-2) - 3.10751 / 8.0).abs() < 1e-6);
+        assert!(!GaussianLevel { epsilon: 0.0, delta: 1e-2 }.is_valid());
+        assert!(!GaussianLevel { epsilon: 0.5, delta: 1.0 }.is_valid());
+    }
+
+    #[test]
+    fn sensitivities_per_privacy_unit() {
+        // 64 subjects of 250 time points: Δ_G = 2·30/64 at subject level, 2·30/16 000 per time point.
+        assert!(
+            (mean_sensitivity(PrivacyUnit::Subject, 30.0, 16_000, 250) - 60.0 / 64.0).abs() < 1e-12
+        );
+        assert!(
+            (mean_sensitivity(PrivacyUnit::TimePoint, 30.0, 16_000, 250) - 60.0 / 16_000.0).abs()
+                < 1e-15
+        );
     }
 }

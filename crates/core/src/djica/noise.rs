@@ -3,16 +3,18 @@ The noise seam: where capePCA and capeDJICA get CAPE's zero-sum noise, and how a
 share of noise to a release (spec §2, Algorithms 1 and 2).
 
 The zero-sum part e_s (Algorithm 1) needs the sites to cooperate: ê_s is private to site s and
-only the sum Σ ê_s may be revealed, which is what SecureAgg is for. This module defines the one
-seam the algorithms need, [`ZeroSumNoise`], and an in-process implementation,
-[`IdealZeroSumNoise`], that draws exactly the distribution Algorithm 1 produces. The lead backs
-the seam with the real SecureAgg protocol at merge; the algorithms do not change.
-
-Merge note: this seam belongs with `crate::cape` (the CAPE module written in parallel); it lives
-here until then.
+only the sum Σ ê_s may be revealed, which is what SecureAgg is for. The algorithms see one seam,
+[`ZeroSumNoise`]; its implementation [`CapeZeroSumNoise`] runs Algorithm 1 through
+[`crate::cape`], the same code path as the other studies (capeFM, the CAPE network, the mean):
+each site draws and quantises ê_s ([`crate::cape::draw_noise`]), a [`SecureSum`] adds the
+fixed-point shares, and each site splits the ring sum exactly
+([`crate::cape::PendingRelease::zero_sum_noise`]), so Σ e_s is exactly 0.0. Simulations pass
+[`IdealSecureSum`]; a SecureAgg round implementing [`SecureSum`] runs the same code.
 */
 
+use crate::cape::{IdealSecureSum, SecureSum, SiteNoise, draw_noise, noise_format};
 use crate::rng::{CapeRng, Seed};
+use crate::wire::ParticipantId;
 use rand::RngExt;
 use rand_distr::StandardNormal;
 use thiserror::Error;
@@ -30,15 +32,15 @@ pub enum NoiseError {
         /// Sites the source was built for.
         serves: usize,
     },
-    /// A standard deviation is negative or not finite.
-    #[error("noise standard deviation {tau} for site {site} is not a finite non-negative number")]
+    /// A standard deviation is not a finite positive number.
+    #[error("noise standard deviation {tau} for site {site} is not a finite positive number")]
     BadScale {
         /// The site index.
         site: usize,
         /// The offending value.
         tau: f64,
     },
-    /// The protocol behind the seam (SecureAgg) failed, e.g. too many dropouts.
+    /// The protocol behind the seam (a site's CAPE step or the secure sum) failed.
     #[error("the zero-sum noise protocol failed: {0}")]
     Protocol(String),
 }
@@ -47,9 +49,8 @@ pub enum NoiseError {
 ///
 /// `draw(taus, len)` returns one vector of `len` entries per site present (`taus.len()` sites, in
 /// site order). Site s's vector is e_s = ê_s − (1/|U|)·Σ_{s'∈U} ê_{s'} with ê_s ~ N(0, τ_s²) i.i.d.
-/// per entry, where U is the set of sites present, so the vectors sum to zero entrywise (up to
-/// rounding in the ideal source, exactly after quantisation in SecureAgg) and
-/// Var(e_s) = (1 − 1/|U|)·τ_s² when all τ are equal.
+/// per entry (quantised to the round's fixed-point grid), where U is the set of sites present, so
+/// the vectors sum to exactly zero entrywise and Var(e_s) = (1 − 1/|U|)·τ_s² when all τ are equal.
 ///
 /// Each call must use fresh randomness: reusing noise across iterations or across the W and b
 /// releases is pitfall 3 of spec §8.
@@ -58,42 +59,72 @@ pub trait ZeroSumNoise {
     fn draw(&mut self, taus: &[f64], len: usize) -> Result<Vec<Vec<f64>>, NoiseError>;
 }
 
-/// Algorithm 1 computed in one process: every site's ê_s comes from that site's own generator
-/// (so adding a site does not change the others' draws) and the mean is subtracted directly.
-/// The distribution is exactly Algorithm 1's; what it lacks is the privacy of ê_s from the
-/// other sites, which SecureAgg provides.
-pub struct IdealZeroSumNoise {
+/// Algorithm 1 through [`crate::cape`] over the secure sum `S`, for a fixed set of sites (ids
+/// 1..=S). Every site's ê_s comes from that site's own generator (label `site/{s}/zero-sum`, s
+/// from 0), so adding a site does not change the others' draws.
+pub struct CapeZeroSumNoise<S: SecureSum> {
+    secure_sum: S,
     site_rngs: Vec<CapeRng>,
 }
 
-impl IdealZeroSumNoise {
-    /// A source for `sites` sites under the run seed `seed` (labels `site/{s}/zero-sum`).
-    pub fn new(seed: Seed, sites: usize) -> Self {
-        IdealZeroSumNoise {
-            site_rngs: (0..sites).map(|s| seed.rng(&format!("site/{s}/zero-sum"))).collect(),
-        }
+impl CapeZeroSumNoise<IdealSecureSum> {
+    /// A source for `sites` sites over the in-process ideal secure sum (simulations, the CLI).
+    pub fn ideal(seed: Seed, sites: usize) -> Self {
+        Self::new(IdealSecureSum::new(), seed, sites)
     }
 }
 
-impl ZeroSumNoise for IdealZeroSumNoise {
+impl<S: SecureSum> CapeZeroSumNoise<S> {
+    /// A source for `sites` sites under the run seed `seed`, summing through `secure_sum`.
+    pub fn new(secure_sum: S, seed: Seed, sites: usize) -> Self {
+        CapeZeroSumNoise {
+            secure_sum,
+            site_rngs: (0..sites).map(|s| seed.rng(&format!("site/{s}/zero-sum"))).collect(),
+        }
+    }
+
+    /// The number of sites served.
+    pub fn sites(&self) -> usize {
+        self.site_rngs.len()
+    }
+}
+
+/// The participant id of site index `s` in the zero-sum rounds (1-based, as the other studies).
+fn site_id(s: usize) -> ParticipantId {
+    s as ParticipantId + 1
+}
+
+impl<S: SecureSum> ZeroSumNoise for CapeZeroSumNoise<S> {
     fn draw(&mut self, taus: &[f64], len: usize) -> Result<Vec<Vec<f64>>, NoiseError> {
         if taus.len() != self.site_rngs.len() {
             return Err(NoiseError::SiteCount { asked: taus.len(), serves: self.site_rngs.len() });
         }
         check_scales(taus)?;
-        let mut draws: Vec<Vec<f64>> = taus
-            .iter()
-            .zip(self.site_rngs.iter_mut())
-            .map(|(&tau, rng)| gaussian_vec(rng, tau, len))
-            .collect();
-        let sites = draws.len() as f64;
-        for k in 0..len {
-            let mean = draws.iter().map(|d| d[k]).sum::<f64>() / sites;
-            for d in draws.iter_mut() {
-                d[k] -= mean;
-            }
+        // One fixed-point format for the whole round, from public values (the τ's and S).
+        let max_tau = taus.iter().copied().fold(0.0, f64::max);
+        let format =
+            noise_format(max_tau, taus.len()).map_err(|e| NoiseError::Protocol(e.to_string()))?;
+        let mut shares = Vec::with_capacity(taus.len());
+        let mut pending = Vec::with_capacity(taus.len());
+        for (s, (&tau, rng)) in taus.iter().zip(self.site_rngs.iter_mut()).enumerate() {
+            let noise = SiteNoise::Symmetric { local_sd: tau };
+            let (share, state) = draw_noise(site_id(s), &noise, &format, len, rng)
+                .map_err(|e| NoiseError::Protocol(format!("site {}: {e}", site_id(s))))?;
+            shares.push(share);
+            pending.push(state);
         }
-        Ok(draws)
+        let sum = self
+            .secure_sum
+            .sum(&shares)
+            .map_err(|e| NoiseError::Protocol(format!("secure sum: {e}")))?;
+        pending
+            .iter()
+            .map(|state| {
+                state
+                    .zero_sum_noise(&sum)
+                    .map_err(|e| NoiseError::Protocol(format!("site {}: {e}", state.site())))
+            })
+            .collect()
     }
 }
 
@@ -112,9 +143,9 @@ pub fn add_gaussian(rng: &mut CapeRng, tau: f64, values: &mut [f64]) {
     }
 }
 
-pub(crate) fn check_scales(taus: &[f64]) -> Result<(), NoiseError> {
+fn check_scales(taus: &[f64]) -> Result<(), NoiseError> {
     for (site, &tau) in taus.iter().enumerate() {
-        if !(tau.is_finite() && tau >= 0.0) {
+        if !(tau.is_finite() && tau > 0.0) {
             return Err(NoiseError::BadScale { site, tau });
         }
     }
@@ -168,18 +199,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ideal_noise_sums_to_zero_and_has_the_algorithm_1_variance() {
+    fn cape_noise_sums_to_exactly_zero_and_has_the_algorithm_1_variance() {
         let sites = 4;
         let tau = 2.0;
-        let mut source = IdealZeroSumNoise::new(Seed::Fixed(3), sites);
+        let mut source = CapeZeroSumNoise::ideal(Seed::Fixed(3), sites);
         let n = 20_000;
         let draws = source.draw(&[tau; 4], n).unwrap();
         for k in 0..n {
             let sum: f64 = draws.iter().map(|d| d[k]).sum();
-            assert!(sum.abs() < 1e-12, "entry {k} sums to {sum}");
+            assert_eq!(sum, 0.0, "entry {k}: the fixed-point split is exact");
         }
         // Var(e_s) = (1 − 1/S)τ² = 3; the sample variance of 20,000 normals has relative
-        // standard error sqrt(2/n) = 1%, so 5% is a 5-sigma tolerance.
+        // standard error sqrt(2/n) = 1%, so 5% is a 5-sigma tolerance. (Quantisation to 2^-32
+        // changes the variance by ~1e-20.)
         let expected = (1.0 - 1.0 / sites as f64) * tau * tau;
         for d in &draws {
             let var = d.iter().map(|v| v * v).sum::<f64>() / n as f64;
@@ -188,11 +220,19 @@ mod tests {
     }
 
     #[test]
+    fn successive_draws_are_fresh() {
+        let mut source = CapeZeroSumNoise::ideal(Seed::Fixed(8), 3);
+        let a = source.draw(&[1.0; 3], 16).unwrap();
+        let b = source.draw(&[1.0; 3], 16).unwrap();
+        assert_ne!(a, b);
+    }
+
+    #[test]
     fn cape_site_noise_has_total_variance_tau_squared() {
         let sites = 4;
         let tau = 1.5;
         let n = 20_000;
-        let mut source = IdealZeroSumNoise::new(Seed::Fixed(4), sites);
+        let mut source = CapeZeroSumNoise::ideal(Seed::Fixed(4), sites);
         let draws = source.draw(&[tau; 4], n).unwrap();
         let mut rng = Seed::Fixed(5).rng("local");
         let noise = site_noise(NoiseScheme::Cape, Some(&draws[0]), tau, sites, n, &mut rng);
@@ -201,12 +241,23 @@ mod tests {
     }
 
     #[test]
-    fn wrong_site_count_is_an_error() {
-        let mut source = IdealZeroSumNoise::new(Seed::Fixed(1), 3);
+    fn wrong_site_count_and_bad_scales_are_errors() {
+        let mut source = CapeZeroSumNoise::ideal(Seed::Fixed(1), 3);
         assert_eq!(source.draw(&[1.0; 4], 2), Err(NoiseError::SiteCount { asked: 4, serves: 3 }));
         assert!(matches!(
             source.draw(&[1.0, f64::NAN, 1.0], 2),
             Err(NoiseError::BadScale { site: 1, .. })
         ));
+        assert!(matches!(
+            source.draw(&[1.0, 0.0, 1.0], 2),
+            Err(NoiseError::BadScale { site: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn a_secure_sum_that_refuses_is_a_protocol_error() {
+        let mut source =
+            CapeZeroSumNoise::new(IdealSecureSum::with_threshold(5), Seed::Fixed(1), 4);
+        assert!(matches!(source.draw(&[1.0; 4], 2), Err(NoiseError::Protocol(_))));
     }
 }

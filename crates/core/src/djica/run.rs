@@ -385,7 +385,7 @@ pub fn run_djica(
             }
         }
     }
-    let z = level.map(GaussianLevel::multiplier);
+    let z = level.and_then(|l| l.multiplier().ok());
     // The tail average only when the run went through the whole tail (a converged non-private
     // run keeps its last iterate).
     let (w, b) = if averaging && averaged > 0 && stop == StopReason::MaxIterations {

@@ -53,7 +53,7 @@ impl SiteNoiseScales {
     ) -> Self {
         let delta_g = mean_sensitivity(unit, bounds.gradient, samples, max_subject_len);
         let delta_h = mean_sensitivity(unit, bounds.bias, samples, max_subject_len);
-        let z = level.map_or(0.0, GaussianLevel::multiplier);
+        let z = level.and_then(|l| l.multiplier().ok()).unwrap_or(0.0);
         SiteNoiseScales { delta_g, delta_h, tau_g: delta_g * z, tau_h: delta_h * z }
     }
 }

@@ -185,7 +185,7 @@ pub fn cape_pca(
     }
     let deltas: Vec<f64> =
         sites.iter().map(|s| config.sensitivity.delta(s.samples(), s.max_subject_len())).collect();
-    let multiplier = private.then(|| config.level.multiplier());
+    let multiplier = if private { config.level.multiplier().ok() } else { None };
     let taus: Vec<f64> = deltas.iter().map(|d| d * multiplier.unwrap_or(0.0)).collect();
     let zero_sum = match config.scheme {
         NoiseScheme::Cape => Some(noise.draw(&taus, upper_len(d))?),

@@ -1,0 +1,229 @@
+/*!
+`cape bench djica`: capePCA + capeDJICA end to end, natively, at paper scale (S = 4, M = 1024,
+D = 900, R = 20; spec §6, §9.8) and at the browser's size (M = 256).
+
+Per cell (one M): the time to generate the synthetic study (reported, not counted), capePCA with
+CAPE noise (ε_p = 1, subject level: the sites' covariances, the zero-sum noise through
+`crate::cape`, the eigendecomposition, the projection) and `--iterations` capeDJICA iterations
+with CAPE noise (ε_i = 0.5, subject level, constant ρ), the same work per iteration as J_max = 1000
+would do; `end_to_end_s` = capePCA + J_max × the mean iteration time.
+
+`--numpy FILE` merges the JSON line of `scripts/bench_djica_numpy.py` (the same loop in numpy) and
+`--wasm FILE` the line printed by `crates/core/tests/bench_wasm_djica.rs` (headless Chromium),
+each with its ratio to the native cell of the same M. `scripts/bench` runs all three.
+*/
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use capelab_core::djica::{
+    CapeZeroSumNoise, DjicaConfig, GaussianLevel, Method, PrivacyUnit, ProjectedSite, Schedule,
+    run_djica,
+};
+use capelab_core::fmri::{SyntheticConfig, generate};
+use capelab_core::pca::{CovarianceSensitivity, PcaConfig, Whitening, cape_pca};
+use capelab_core::rng::Seed;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+#[derive(clap::Args, Debug)]
+pub struct DjicaBenchArgs {
+    /// S.
+    #[arg(long, default_value_t = 4)]
+    sites: usize,
+    /// M per cell, comma-separated (1024 is paper scale, 256 the browser's size).
+    #[arg(long, value_delimiter = ',', default_values_t = [1024usize, 256])]
+    subjects: Vec<usize>,
+    /// G (D = G²).
+    #[arg(long, default_value_t = 30)]
+    grid: usize,
+    /// R.
+    #[arg(long, default_value_t = 20)]
+    components: usize,
+    /// capeDJICA iterations timed per cell.
+    #[arg(long, default_value_t = 200)]
+    iterations: usize,
+    /// J_max for the end-to-end projection.
+    #[arg(long, default_value_t = 1000)]
+    jmax: usize,
+    /// numpy's JSON line (scripts/bench_djica_numpy.py) to merge, with ratios.
+    #[arg(long, value_name = "FILE")]
+    numpy: Option<PathBuf>,
+    /// The browser's output (tests/bench_wasm_djica.rs) to merge, with ratios.
+    #[arg(long, value_name = "FILE")]
+    wasm: Option<PathBuf>,
+    /// Write the JSON here as well.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+/// One M's figures, in the shape every runner prints.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Cell {
+    pub subjects: usize,
+    pub sites: usize,
+    pub voxels: usize,
+    pub components: usize,
+    pub timepoints: usize,
+    #[serde(default)]
+    pub generate_s: Option<f64>,
+    pub pca_s: f64,
+    pub iterations: usize,
+    pub iteration_ms: f64,
+    pub jmax: usize,
+    pub end_to_end_s: f64,
+}
+
+/// One runner's cells.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BenchRun {
+    pub bench: String,
+    pub runner: String,
+    pub build: String,
+    pub cells: Vec<Cell>,
+}
+
+fn measure(args: &DjicaBenchArgs, subjects: usize) -> Result<Cell, String> {
+    let t = Instant::now();
+    let config = SyntheticConfig {
+        grid: args.grid,
+        components: args.components,
+        ..SyntheticConfig::well_conditioned(subjects, args.sites)
+    };
+    let study = generate(&config, 1).map_err(|e| e.to_string())?;
+    let generate_s = t.elapsed().as_secs_f64();
+
+    let t = Instant::now();
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(1), args.sites);
+    let pca = cape_pca(
+        &study.sites,
+        &PcaConfig {
+            components: args.components,
+            scheme: capelab_core::djica::NoiseScheme::Cape,
+            level: GaussianLevel { epsilon: 1.0, delta: 1e-5 },
+            sensitivity: CovarianceSensitivity::default(),
+        },
+        Seed::Fixed(1),
+        &mut noise,
+    )
+    .map_err(|e| e.to_string())?;
+    let k = pca.subspace.projection(Whitening::Runica).map_err(|e| e.to_string())?;
+    let sites: Vec<ProjectedSite> = study
+        .sites
+        .iter()
+        .map(|s| ProjectedSite { x: &k * &s.x, max_subject_len: s.max_subject_len() })
+        .collect();
+    let pca_s = t.elapsed().as_secs_f64();
+
+    let djica = DjicaConfig {
+        method: Method::Cape,
+        unit: PrivacyUnit::Subject,
+        max_iterations: args.iterations,
+        schedule: Some(Schedule::Constant),
+        average_tail: 0.0,
+        ..DjicaConfig::default()
+    };
+    let t = Instant::now();
+    let result = run_djica(sites, &djica, Seed::Fixed(1), &mut noise, None, &mut |_| {})
+        .map_err(|e| e.to_string())?;
+    let ica_s = t.elapsed().as_secs_f64();
+    let iteration_ms = 1e3 * ica_s / result.privacy.iterations as f64;
+    Ok(Cell {
+        subjects,
+        sites: args.sites,
+        voxels: args.grid * args.grid,
+        components: args.components,
+        timepoints: config.timepoints,
+        generate_s: Some(generate_s),
+        pca_s,
+        iterations: result.privacy.iterations,
+        iteration_ms,
+        jmax: args.jmax,
+        end_to_end_s: pca_s + args.jmax as f64 * iteration_ms / 1e3,
+    })
+}
+
+/// The first line of `path` that parses as a djica [`BenchRun`] (the wasm log has other lines).
+fn read_run(path: &PathBuf) -> Result<BenchRun, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    text.lines()
+        .filter_map(|l| l.find('{').map(|i| &l[i..]))
+        .filter_map(|l| serde_json::from_str::<BenchRun>(l).ok())
+        .find(|r| r.bench == "djica")
+        .ok_or_else(|| format!("{}: no {{\"bench\":\"djica\",…}} line", path.display()))
+}
+
+/// `other`'s time over native's, per cell of equal M.
+fn ratios(native: &BenchRun, other: &BenchRun) -> Vec<Value> {
+    other
+        .cells
+        .iter()
+        .filter_map(|o| {
+            let n = native.cells.iter().find(|n| n.subjects == o.subjects)?;
+            Some(json!({
+                "subjects": o.subjects,
+                "iteration": o.iteration_ms / n.iteration_ms,
+                "pca": o.pca_s / n.pca_s,
+                "end_to_end": o.end_to_end_s / n.end_to_end_s,
+            }))
+        })
+        .collect()
+}
+
+fn bench(args: &DjicaBenchArgs) -> Result<Value, String> {
+    if args.iterations == 0 || args.sites < 2 || args.subjects.iter().any(|&m| m < args.sites) {
+        return Err(format!(
+            "need --iterations ≥ 1, --sites ≥ 2 and every --subjects ≥ --sites (got {}, {}, {:?})",
+            args.iterations, args.sites, args.subjects
+        ));
+    }
+    let mut cells = vec![];
+    for &m in &args.subjects {
+        let cell = measure(args, m)?;
+        eprintln!(
+            "native M = {m}: capePCA {:.2} s, {:.2} ms per iteration, end to end {:.1} s",
+            cell.pca_s, cell.iteration_ms, cell.end_to_end_s
+        );
+        cells.push(cell);
+    }
+    let native = BenchRun {
+        bench: "djica".into(),
+        runner: "native".into(),
+        build: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),
+        cells,
+    };
+    let mut out = json!({ "native": native });
+    if let Some(path) = &args.numpy {
+        let numpy = read_run(path)?;
+        out["numpy_over_native"] = json!(ratios(&native, &numpy));
+        out["numpy"] = json!(numpy);
+    }
+    if let Some(path) = &args.wasm {
+        let wasm = read_run(path)?;
+        out["wasm_over_native"] = json!(ratios(&native, &wasm));
+        out["wasm"] = json!(wasm);
+    }
+    Ok(out)
+}
+
+pub fn run(args: DjicaBenchArgs) -> ExitCode {
+    match bench(&args) {
+        Ok(v) => {
+            let text = serde_json::to_string_pretty(&v).expect("plain JSON");
+            if let Some(path) = &args.out
+                && let Err(e) = std::fs::write(path, &text)
+            {
+                eprintln!("error: writing {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(m) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+    }
+}
