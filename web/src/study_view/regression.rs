@@ -10,6 +10,7 @@ What it shows beside the private ŵ instead:
 - the room's loss at ŵ as estimated from the released arrays themselves (f̂(ŵ), no extra privacy
   cost, noisy and biased low), one point per round run so far: that is "loss vs ε for the room's
   data". Every point is a real release that every site paid for in its ledger.
+
 Each site tab shows, locally, the shared model's loss on its own records next to its own
 non-private fit ([`capelab_core::study::regression::local_comparison`]).
 */
