@@ -7,18 +7,20 @@ iteration 5 arrives"). The same code paths as in the browser; the same seed give
 use crate::accountant::Ledger;
 use crate::driver::{Driver, DriverEvent};
 use crate::rng::derive;
+use crate::secagg::messages::kind as secagg_kind;
 use crate::study::gate::LedgerAccess;
 use crate::transport::{MemoryRoom, MemoryTransport, Transport, TransportEvent};
 use crate::wire::{ParticipantId, Role};
 
 use super::aggregator::IterativeAggregator;
-use super::messages::{IterBody, IterMessage, kind};
+use super::messages::{IterBody, IterMessage, kind_of_secagg};
 use super::params::{IterativeConfigError, IterativeParams};
 use super::site::{IterativeSite, SiteSettings};
 use super::step::{AggregatorStep, SiteStep};
 
 /// Site number `site` (0-based, in join order) leaves the room when the state of iteration
-/// `iteration` reaches it, before releasing it.
+/// `iteration` reaches it, before releasing it; `iteration: 0` leaves when the upfront SecureAgg
+/// run begins (`secagg/begin`), before its noise enters the sum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScriptedDeparture {
     pub site: usize,
@@ -146,10 +148,8 @@ where
         let now = self.clock_ms;
         let mut n = 0;
         while let Some(event) = self.sites[i].transport.poll_event() {
-            if let TransportEvent::Message { kind: k, payload, .. } = &event
-                && k == kind::STATE
-                && let Ok(IterMessage { body: IterBody::State { iteration, .. }, .. }) =
-                    IterMessage::<C::Task, C::State>::decode(payload)
+            if let TransportEvent::Message { payload, .. } = &event
+                && let Some(iteration) = leaves_at::<C>(payload)
                 && self.departures.iter().any(|d| d.site == i && d.iteration == iteration)
             {
                 self.room.disconnect(self.sites[i].transport.id());
@@ -160,6 +160,15 @@ where
             n += 1;
         }
         n
+    }
+}
+
+/// The departure point a message is: its iteration for `iter/state`, 0 for `secagg/begin`.
+fn leaves_at<C: SiteStep>(payload: &[u8]) -> Option<u32> {
+    match IterMessage::<C::Task, C::State>::decode(payload).ok()?.body {
+        IterBody::State { iteration, .. } => Some(iteration),
+        IterBody::SecAgg(message) if kind_of_secagg(&message) == secagg_kind::BEGIN => Some(0),
+        _ => None,
     }
 }
 
