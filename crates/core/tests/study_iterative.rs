@@ -274,7 +274,7 @@ fn a_site_without_budget_declines_before_sending_anything_else() {
 fn a_site_leaving_after_the_upfront_run_stops_the_study_with_the_reason() {
     let (train, test) = classification(400, 4, 11);
     let mut run = Run::new(NoiseMode::Upfront, 12);
-    run.departures = vec![ScriptedDeparture { site: 2, iteration: 5 }];
+    run.departures = vec![ScriptedDeparture::on_state(2, 5)];
     let sim = run.sim(&train, &test);
     let outcome = sim.aggregator().outcome().unwrap();
     let leaver = sim.site(2).id();
@@ -284,11 +284,11 @@ fn a_site_leaving_after_the_upfront_run_stops_the_study_with_the_reason() {
             site: leaver,
             iteration: 5,
             completed: 4,
-            cause: "left the room".into()
+            cause: "left the room in iteration 5".into()
         }
     );
     let text = outcome.stop.to_string();
-    assert!(text.contains(&format!("site {leaver}")) && text.contains("iteration 5"), "{text}");
+    assert!(text.contains(&format!("site {leaver} left the room in iteration 5")), "{text}");
     assert!(text.contains("state reached after iteration 4"), "{text}");
     assert_eq!(outcome.iterations, 4);
     assert_eq!(outcome.records.len(), 4);
@@ -300,6 +300,29 @@ fn a_site_leaving_after_the_upfront_run_stops_the_study_with_the_reason() {
         assert_eq!(sim.site(s).spent().len(), 5);
         assert_eq!(sim.site(s).final_state(), Some(&outcome.final_state));
         assert!(sim.site(s).end_reason().unwrap().contains("iteration 5"));
+    }
+
+    // A site that leaves right after its release of iteration 5: iteration 5 still completes (its
+    // zero-sum share is in), iteration 6 cannot.
+    let mut after = Run::new(NoiseMode::Upfront, 12);
+    after.departures = vec![ScriptedDeparture::after_release(2, 5)];
+    let sim = after.sim(&train, &test);
+    let outcome = sim.aggregator().outcome().unwrap();
+    assert_eq!(
+        outcome.stop,
+        StopReason::ZeroSumBroken {
+            site: leaver,
+            iteration: 6,
+            completed: 5,
+            cause: "left the room after releasing iteration 5".into()
+        },
+        "{}",
+        outcome.stop
+    );
+    assert_eq!(outcome.records.len(), 5);
+    assert_eq!(outcome.records[4].contributors.len(), 4);
+    for s in 0..SITES {
+        assert_eq!(sim.site(s).spent().len(), 5, "site {s} released iterations 1 to 5");
     }
 
     // Conventional noise has no zero sum to break: the others go on without the site.

@@ -231,7 +231,7 @@ fn sim(
 
 #[test]
 fn a_dropout_inside_the_upfront_secagg_run_shrinks_u() {
-    let sim = sim(NoiseMode::Upfront, 6, vec![ScriptedDeparture { site: 3, iteration: 0 }]);
+    let sim = sim(NoiseMode::Upfront, 6, vec![ScriptedDeparture::on_state(3, 0)]);
     let outcome = sim.aggregator().outcome().unwrap();
     assert_eq!(outcome.stop, StopReason::Completed { iterations: 6 }, "{}", outcome.stop);
     let gone = sim.site(3).id();

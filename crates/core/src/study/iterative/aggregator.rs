@@ -60,6 +60,9 @@ pub struct IterativeAggregator<U: AggregatorStep> {
     records: Vec<IterationRecord<U::Report>>,
     /// A site's ledger for this study alone, replayed here for the per-iteration ε.
     mirror: Option<Ledger>,
+    /// Upfront mode: a site of U that left after releasing the running iteration (which can
+    /// still complete), and how it left. The study stops after this iteration.
+    broken: Option<(ParticipantId, String)>,
     state: State<U::Report, U::State>,
 }
 
@@ -126,6 +129,7 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             current,
             records: Vec::new(),
             mirror,
+            broken: None,
             state: State::Inviting { deadline: now_ms.saturating_add(round_timeout_ms), waiting },
         };
         Ok((aggregator, vec![start]))
@@ -369,7 +373,7 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
                             site,
                             iteration: 1,
                             completed: 0,
-                            cause: "left".into(),
+                            cause: "left the room before iteration 1".into(),
                         },
                     )),
                     None => sends.extend(self.begin_iteration(now_ms, 1)),
@@ -403,13 +407,22 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             return Vec::new();
         }
         let iteration = *iteration;
-        waiting.remove(&site);
+        let released = !waiting.remove(&site);
+        if self.params.mode == NoiseMode::Upfront && released {
+            // Its release of this iteration is in: the iteration can still complete, but no
+            // later one can.
+            if self.broken.is_none() {
+                self.broken =
+                    Some((site, format!("{cause} after releasing iteration {iteration}")));
+            }
+            return self.close_iteration(now_ms, false);
+        }
         if self.params.mode == NoiseMode::Upfront {
             let reason = StopReason::ZeroSumBroken {
                 site,
                 iteration,
                 completed: iteration - 1,
-                cause: cause.into(),
+                cause: format!("{cause} in iteration {iteration}"),
             };
             return self.finish(now_ms, reason);
         }
@@ -479,6 +492,15 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
         }
         if iteration >= self.params.max_iterations {
             return self.finish(now_ms, StopReason::Completed { iterations: iteration });
+        }
+        if let Some((site, cause)) = self.broken.take() {
+            let reason = StopReason::ZeroSumBroken {
+                site,
+                iteration: iteration + 1,
+                completed: iteration,
+                cause,
+            };
+            return self.finish(now_ms, reason);
         }
         self.begin_iteration(now_ms, iteration + 1)
     }

@@ -25,8 +25,10 @@ per coordinate while every message carries τ². *Conventional*: f_s + N(0, τ²
 
 **Dropouts.** Inside the upfront SecureAgg run SecureAgg handles them (U shrinks, at least t). A
 site of U that leaves, declines or goes silent afterwards breaks the zero sum of every later
-iteration: the study stops with [`StopReason::ZeroSumBroken`] naming the site and the iteration,
-and keeps the state reached after the last completed iteration (the outcome says so). In the other
+iteration: the study stops with [`StopReason::ZeroSumBroken`] naming the site and the first
+iteration that cannot complete, and keeps the state reached after the last completed iteration
+(the outcome says so). If the site had already released the running iteration, that iteration
+still completes (its share is in) and the study stops before the next. In the other
 modes the study goes on without it while at least t sites remain.
 
 # The privacy gate

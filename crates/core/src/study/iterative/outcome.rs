@@ -44,11 +44,18 @@ pub enum StopReason {
     #[error("the upfront SecureAgg run failed: {message}")]
     SecAgg { message: String },
     #[error(
-        "site {site} {cause} in iteration {iteration}, after the upfront SecureAgg run: its share \
-         of the zero-sum noise is missing from iteration {iteration} on, so no later average \
-         would cancel; stopped with the state reached after iteration {completed}"
+        "site {site} {cause}, after the upfront SecureAgg run: its share of the zero-sum noise \
+         is missing from iteration {iteration} on, so no average from there would cancel; \
+         stopped with the state reached after iteration {completed}"
     )]
-    ZeroSumBroken { site: ParticipantId, iteration: u32, completed: u32, cause: String },
+    ZeroSumBroken {
+        site: ParticipantId,
+        /// The first iteration that cannot complete.
+        iteration: u32,
+        completed: u32,
+        /// How it went, e.g. "left the room in iteration 5".
+        cause: String,
+    },
     #[error(
         "only {remaining} sites remain in iteration {iteration}, the study needs t = {need}; \
          stopped with the state reached after iteration {completed}"

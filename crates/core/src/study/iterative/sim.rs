@@ -19,12 +19,24 @@ use super::site::{IterativeSite, SiteSettings};
 use super::step::{AggregatorStep, SiteStep};
 
 /// Site number `site` (0-based, in join order) leaves the room when the state of iteration
-/// `iteration` reaches it, before releasing it; `iteration: 0` leaves when the upfront SecureAgg
-/// run begins (`secagg/begin`), before its noise enters the sum.
+/// `iteration` reaches it, before releasing it (`after_release`: right after it sent its release
+/// of `iteration`); `iteration: 0` leaves when the upfront SecureAgg run begins
+/// (`secagg/begin`), before its noise enters the sum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScriptedDeparture {
     pub site: usize,
     pub iteration: u32,
+    pub after_release: bool,
+}
+
+impl ScriptedDeparture {
+    pub fn on_state(site: usize, iteration: u32) -> Self {
+        Self { site, iteration, after_release: false }
+    }
+
+    pub fn after_release(site: usize, iteration: u32) -> Self {
+        Self { site, iteration, after_release: true }
+    }
 }
 
 /// A whole iterative study in one process.
@@ -150,16 +162,40 @@ where
         while let Some(event) = self.sites[i].transport.poll_event() {
             if let TransportEvent::Message { payload, .. } = &event
                 && let Some(iteration) = leaves_at::<C>(payload)
-                && self.departures.iter().any(|d| d.site == i && d.iteration == iteration)
+                && self.scripted(i, iteration, false)
             {
-                self.room.disconnect(self.sites[i].transport.id());
-                self.gone[i] = true;
+                self.leave(i);
                 return n;
             }
             self.sites[i].feed(now, event);
             n += 1;
+            let released = self.sites[i].machine.iterations().last().map(|it| it.iteration);
+            if let Some(iteration) = released
+                && self.scripted(i, iteration, true)
+                && self.sites[i].sent_kinds().last() == Some(super::messages::kind::RELEASE)
+            {
+                self.leave(i);
+                return n;
+            }
         }
         n
+    }
+}
+
+impl<C, U, L> IterativeSim<C, U, L>
+where
+    C: SiteStep,
+    U: AggregatorStep<Task = C::Task, State = C::State>,
+    L: LedgerAccess,
+{
+    fn scripted(&self, site: usize, iteration: u32, after_release: bool) -> bool {
+        let wanted = ScriptedDeparture { site, iteration, after_release };
+        self.departures.contains(&wanted)
+    }
+
+    fn leave(&mut self, site: usize) {
+        self.room.disconnect(self.sites[site].transport.id());
+        self.gone[site] = true;
     }
 }
 
