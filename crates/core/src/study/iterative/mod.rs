@@ -18,8 +18,8 @@ what is computed ([`SiteStep`], [`AggregatorStep`]).
 **Noise** ([`NoiseMode`]). *Upfront*, the spec's suggestion "all noise from one SecureAgg run when
 no site may drop": one SecureAgg run (the [`crate::secagg`] roles, wrapped as in
 [`crate::study::mean`]) sums every site's ê_s of length J_max × len; each site splits its e_s
-exactly ([`crate::cape::zero_sum`]), and iteration j releases f_s + e_s[j] + g_s with fresh
-g_s ~ N(0, τ²/|U|): Σ_{s∈U} e_s[j] = 0 exactly, so the average carries noise of variance τ²/|U|²
+exactly ([`crate::cape::zero_sum`]), and iteration j releases f_s + e_s(j) + g_s with fresh
+g_s ~ N(0, τ²/|U|): Σ_{s∈U} e_s(j) = 0 exactly, so the average carries noise of variance τ²/|U|²
 per coordinate while every message carries τ². *Conventional*: f_s + N(0, τ²), average variance
 τ²/|U|. *Non-private*: f_s itself, for comparison (a site takes part only if its settings allow).
 

@@ -6,7 +6,7 @@ Each iteration a site releases (1/N_s)Σ_n clip_C(∇ℓ(θ; x_n, y_n)), the mea
 gradients clipped to norm C ([`Network::mean_gradient`]), whose L2 sensitivity under replace-one
 neighbours is Δ = 2C/N_s; the aggregator takes one Adam step along the average of the releases
 ([`Adam`], post-processing). A non-private run sends the unclipped mean gradient, exactly as
-[`crate::nn::train`]'s non-private mechanism does, so the two give the same weights.
+[`crate::nn::train()`]'s non-private mechanism does, so the two give the same weights.
 */
 
 use nalgebra::{DMatrix, DVector};
@@ -135,7 +135,7 @@ pub struct NnAggregator {
 
 impl NnAggregator {
     /// He initialisation from `init_rng` (use `rng::derive(seed, "nn/init")` to start where
-    /// [`crate::nn::train`] starts), Adam with `learning_rate`.
+    /// [`crate::nn::train()`] starts), Adam with `learning_rate`.
     pub fn new(
         task: NnTask,
         learning_rate: f64,

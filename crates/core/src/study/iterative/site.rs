@@ -5,7 +5,7 @@ The site role of an iterative study: one per tab, holding the site's private dat
 Upfront mode (spec cape-secagg-pca-djica §5): after accepting, the site draws ê_s for all J_max
 iterations at once ([`draw_noise`], J_max × len values), sums it with the others in one SecureAgg
 run, and splits e_s = ê_s − (1/|U|)Σê exactly ([`PendingRelease::zero_sum_noise`]). Iteration j
-then releases f_s(θ_{j−1}) + e_s[j] + g_s with fresh g_s ~ N(0, τ²/|U|). Every release is recorded
+then releases f_s(θ_{j−1}) + e_s(j) + g_s with fresh g_s ~ N(0, τ²/|U|). Every release is recorded
 in the ledger ([`gate::spend`]) in the call that returns it, so a site pays for the iterations it
 actually released, each accounted with the full-view c_S of |U|.
 */
