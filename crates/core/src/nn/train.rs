@@ -132,6 +132,9 @@ pub struct NnReport {
     pub clipped_share: f64,
     pub records_used: usize,
     pub privacy: Option<NnPrivacy>,
+    /// The trained network's flat parameters ([`Network::params`]), to compare runs exactly.
+    #[serde(default)]
+    pub final_params: Vec<f64>,
 }
 
 /// Trains with the in-process ideal secure sum.
@@ -280,5 +283,6 @@ pub fn train_with<S: SecureSum>(
         clipped_share: clipped_total / config.iterations as f64,
         records_used: n_s * s,
         privacy,
+        final_params: params,
     })
 }

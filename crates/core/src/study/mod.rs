@@ -7,6 +7,8 @@ crate: [`crate::secagg`], [`crate::cape`] and the per-site [`crate::accountant::
   cape-secagg-pca-djica §2–§3).
 - [`regression`]: capeFM (spec cape-fm §4) run by the mean study's roles with
   [`mean::Query::Regression`]: what a site releases, the model the dashboard fits.
+- [`iterative`]: J rounds of state → noisy local statistic → average → update, with all CAPE
+  noise from one upfront SecureAgg run; first instance: the network of [`crate::nn`].
 - [`gate`]: how a site role reaches its privacy ledger, and the all-or-nothing spend that stands
   between a computed release and the message that carries it.
 
@@ -15,6 +17,7 @@ two studies in one room never mix.
 */
 
 pub mod gate;
+pub mod iterative;
 pub mod mean;
 pub mod regression;
 

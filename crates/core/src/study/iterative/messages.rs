@@ -1,0 +1,95 @@
+/*!
+The iterative study's messages. Every payload is an [`IterMessage`] (the study id and one
+[`IterBody`], postcard, [`crate::codec`]); SecureAgg's messages of the upfront run travel wrapped
+in [`IterBody::SecAgg`] under their own `secagg/…` kind, as in the mean study.
+*/
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec;
+use crate::study::StudyId;
+use crate::study::mean::messages::secagg_kind;
+
+use super::params::IterativeParams;
+
+/// Envelope kinds of the study's own messages.
+pub mod kind {
+    /// Aggregator → all: the parameters and the step's task; opens the study.
+    pub const START: &str = "iter/start";
+    /// Site → aggregator: the site takes part (its ledger can afford all J_max releases).
+    pub const ACCEPT: &str = "iter/accept";
+    /// Site → aggregator: the site does not take part (or cannot go on), and why.
+    pub const DECLINE: &str = "iter/decline";
+    /// Aggregator → all: the public state of one iteration.
+    pub const STATE: &str = "iter/state";
+    /// Site → aggregator: the site's noisy statistic of one iteration.
+    pub const RELEASE: &str = "iter/release";
+    /// Aggregator → all: the study ended; the final state and why.
+    pub const END: &str = "iter/end";
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IterMessage<T, S> {
+    pub study: StudyId,
+    pub body: IterBody<T, S>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum IterBody<T, S> {
+    Start {
+        params: IterativeParams,
+        task: T,
+    },
+    Accept,
+    Decline {
+        reason: String,
+    },
+    /// One SecureAgg message (its postcard bytes) of the upfront noise run.
+    SecAgg(Vec<u8>),
+    State {
+        iteration: u32,
+        state: S,
+    },
+    /// The statistic of `iteration` plus this iteration's noise.
+    Release {
+        iteration: u32,
+        values: Vec<f64>,
+    },
+    /// `iterations` iterations were completed; `state` is the state they reached.
+    End {
+        iterations: u32,
+        state: S,
+        reason: String,
+    },
+}
+
+impl<T, S> IterBody<T, S> {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            IterBody::Start { .. } => kind::START,
+            IterBody::Accept => kind::ACCEPT,
+            IterBody::Decline { .. } => kind::DECLINE,
+            IterBody::SecAgg(message) => secagg_kind(message),
+            IterBody::State { .. } => kind::STATE,
+            IterBody::Release { .. } => kind::RELEASE,
+            IterBody::End { .. } => kind::END,
+        }
+    }
+}
+
+impl<T: Serialize + for<'de> Deserialize<'de>, S: Serialize + for<'de> Deserialize<'de>>
+    IterMessage<T, S>
+{
+    pub fn encode(&self) -> Vec<u8> {
+        codec::encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, codec::DecodeError> {
+        codec::decode("iter", bytes)
+    }
+}
+
+/// The `secagg/…` kind of wrapped SecureAgg bytes.
+pub fn kind_of_secagg(message: &[u8]) -> &'static str {
+    secagg_kind(message)
+}

@@ -1,0 +1,69 @@
+/*!
+Iterative studies: J iterations in which the dashboard (aggregator) broadcasts a public state,
+every site computes a local statistic on its private data and releases it with noise, and the
+aggregator averages the releases and updates the state (spec cape-fm §5 for CAPE gradient descent,
+spec cape-secagg-pca-djica §5 for capeDJICA's loop). The first instance is the network of
+[`crate::nn`] ([`nn`]). Both roles are sans-IO [`Machine`](crate::driver::Machine)s generic over
+what is computed ([`SiteStep`], [`AggregatorStep`]).
+
+# The protocol
+| step | site → aggregator | aggregator → sites |
+|---|---|---|
+| start | | `iter/start`: [`IterativeParams`] and the step's task |
+| answer | `iter/accept`, or `iter/decline` + reason | |
+| upfront noise (upfront mode only) | SecureAgg's messages over ê_s of all J_max iterations | SecureAgg's (`secagg/begin` … `secagg/result`: Σ_{s∈U} ê_s and U) |
+| iteration j = 1, 2, … | `iter/release`: f_s(θ_{j−1}) + noise | `iter/state`: j and θ_{j−1} |
+| end | | `iter/end`: iterations, the state reached, why |
+
+**Noise** ([`NoiseMode`]). *Upfront*, the spec's suggestion "all noise from one SecureAgg run when
+no site may drop": one SecureAgg run (the [`crate::secagg`] roles, wrapped as in
+[`crate::study::mean`]) sums every site's ê_s of length J_max × len; each site splits its e_s
+exactly ([`crate::cape::zero_sum`]), and iteration j releases f_s + e_s(j) + g_s with fresh
+g_s ~ N(0, τ²/|U|): Σ_{s∈U} e_s(j) = 0 exactly, so the average carries noise of variance τ²/|U|²
+per coordinate while every message carries τ². *Conventional*: f_s + N(0, τ²), average variance
+τ²/|U|. *Non-private*: f_s itself, for comparison (a site takes part only if its settings allow).
+
+**Dropouts.** Inside the upfront SecureAgg run SecureAgg handles them (U shrinks, at least t). A
+site of U that leaves, declines or goes silent afterwards breaks the zero sum of every later
+iteration: the study stops with [`StopReason::ZeroSumBroken`] naming the site and the first
+iteration that cannot complete, and keeps the state reached after the last completed iteration
+(the outcome says so). If the site had already released the running iteration, that iteration
+still completes (its share is in) and the study stops before the next. In the other
+modes the study goes on without it while at least t sites remain.
+
+# The privacy gate
+On `iter/start` a private site previews all J_max releases on its ledger (one Gaussian event of
+count J_max with multiplier z and the largest full-view c_S over |U| ∈ [t, S]) and declines, sending
+nothing else, if they do not fit. Each release is recorded ([`crate::study::gate::spend`]) in the
+call that returns its `iter/release`, with the c_S of the actual |U| (1 for conventional
+releases); a site therefore pays only for the iterations it released. If the ledger refuses then
+(another study spent meanwhile) the site declines instead, which in upfront mode stops the study.
+
+# Decisions the spec leaves open
+- **z is public and fixed** for all iterations (τ = z·Δ), so the upfront run's noise format and the
+  ledger preview are known before anything is sent. Δ is the public bound; a site whose statistic
+  is more sensitive declines; one that is less sensitive is accounted at the public z
+  (conservative).
+- **No re-runs** in upfront mode: the noise of all iterations is already committed.
+- **The per-iteration ε** in [`IterationRecord::epsilon_spent`] is what a site's ledger with δ =
+  the study's δ records for this study (a mirror ledger at the aggregator); the final
+  [`IterativePrivacy`] gives exact-composition ε under the aggregator's and the full view.
+*/
+
+pub mod aggregator;
+pub mod error;
+pub mod messages;
+pub mod nn;
+pub mod outcome;
+pub mod params;
+pub mod sim;
+pub mod site;
+pub mod step;
+
+pub use aggregator::{IterAggregatorPhase, IterativeAggregator};
+pub use error::IterativeError;
+pub use messages::{IterBody, IterMessage, kind};
+pub use outcome::{IterationRecord, IterativeOutcome, IterativePrivacy, SiteDecline, StopReason};
+pub use params::{IterativeConfigError, IterativeParams, NoiseMode};
+pub use site::{IterSitePhase, IterativeSite, SiteIteration, SiteSettings, ledger_study_name};
+pub use step::{AggregatorStep, SiteStep, StepShape, Update};
