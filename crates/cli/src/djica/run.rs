@@ -1,0 +1,119 @@
+//! `cape djica`: one run, its files (result.json, W.csv, V.csv, A.csv, maps) and the summary it
+//! prints; with the file, progress-bar and number helpers the sweep shares.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use capelab_core::djica::{CapeZeroSumNoise, IterationReport, Method, REPORT_DELTA};
+use capelab_core::fmri::matrix_io::to_csv;
+use capelab_core::rng::Seed;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use super::args::{DjicaArgs, DjicaCommon, validate};
+use super::maps::maps_figure;
+use super::output::result_json;
+use super::pipeline::{project, run_once, used_sites};
+use super::study::{load_study, synthetic_study};
+
+pub(super) fn write(path: &Path, text: String) -> Result<PathBuf, String> {
+    std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(path.to_path_buf())
+}
+
+pub(super) fn progress_bar(len: u64, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    ProgressBar::new(len).with_style(
+        ProgressStyle::default_bar()
+            .template("{spinner} iteration {pos}/{len} [{bar:30}] {elapsed} (eta {eta}) {msg}")
+            .expect("a valid template"),
+    )
+}
+
+fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
+    let c = &args.common;
+    let method: Method = args.method.into();
+    let c = &if args.data.is_empty() {
+        c.clone()
+    } else {
+        // The data decide S and M; the checks below see them.
+        let subjects = args.data.len().max(1);
+        DjicaCommon { sites: args.data.len(), subjects, ..c.clone() }
+    };
+    validate(c, method)?;
+    let study = if args.data.is_empty() {
+        synthetic_study(c, c.subjects, c.seed)?
+    } else {
+        load_study(&args.data, c.timepoints, args.data_scale)?
+    };
+    if c.components > study.sites[0].voxels() {
+        return Err(format!(
+            "--components {} exceeds the data's {} voxels",
+            c.components,
+            study.sites[0].voxels()
+        ));
+    }
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(c.seed), used_sites(&study, method).len());
+    let projected = project(&study, c, method, &mut noise)?;
+    let bar = progress_bar(c.max_iterations as u64, args.quiet);
+    let mut observer = |r: &IterationReport<'_>| {
+        bar.set_position(r.iteration as u64);
+        if r.iteration.is_multiple_of(10) {
+            bar.set_message(format!("q = {:.3}, ρ = {:.3}", r.q.unwrap_or(f64::NAN), r.rate));
+        }
+    };
+    let run = run_once(&study, c, method, c.eps_iter, projected, &mut observer)?;
+    bar.finish_and_clear();
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
+    let result = result_json(&run, c, &study);
+    let mut files = vec![write(
+        &args.out.join("result.json"),
+        serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
+    )?];
+    // W (R×R) with sources = W·V_Rᵀ·x: the whitening K = 2Λ^(-1/2)V_Rᵀ lies in span(V_Rᵀ).
+    let w_full = &run.unmixing * &run.projected.pca.subspace.v;
+    files.push(write(&args.out.join("W.csv"), to_csv(&w_full))?);
+    files.push(write(&args.out.join("V.csv"), to_csv(&run.projected.pca.subspace.v))?);
+    if let Some(truth) = &study.truth {
+        files.push(write(&args.out.join("A.csv"), to_csv(truth))?);
+        files.extend(maps_figure(&run, truth, c, &args.out.join("maps"))?);
+    }
+    Ok((result, files))
+}
+
+pub(super) fn fmt_opt(v: &Value) -> String {
+    v.as_f64().map_or("—".into(), |x| format!("{x:.3}"))
+}
+
+pub fn run(args: DjicaArgs) -> ExitCode {
+    match djica(&args) {
+        Ok((v, files)) => {
+            let e = &v["overall_epsilon"];
+            println!("method                  {}", v["method"].as_str().unwrap_or(""));
+            println!("q_NGI                   {}", fmt_opt(&v["q_ngi"]));
+            println!("iterations J*           {} (stop: {})", v["iterations"], v["stop"]);
+            println!(
+                "overall ε (δ = {:e})    aggregator view {}, full view {} at J*; {} / {} at J_max",
+                REPORT_DELTA,
+                fmt_opt(&e["aggregator_view"]),
+                fmt_opt(&e["full_view"]),
+                fmt_opt(&e["aggregator_view_at_max"]),
+                fmt_opt(&e["full_view_at_max"])
+            );
+            println!("PCA mean principal cos  {}", fmt_opt(&v["pca"]["mean_principal_cosine"]));
+            for w in v["warnings"].as_array().into_iter().flatten() {
+                println!("warning                 {}", w.as_str().unwrap_or(""));
+            }
+            for f in files {
+                println!("wrote {}", f.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(m) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+    }
+}
