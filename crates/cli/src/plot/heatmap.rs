@@ -7,7 +7,6 @@ use plotters::prelude::*;
 
 use super::{PlotError, ensure_font, err, with_suffix};
 
-#[allow(dead_code, reason = "shared plotting API: the heatmap grid is for the djICA spatial maps")]
 /// One small image of a heatmap grid: `values` row by row, `width` × `height`.
 #[derive(Clone, Debug)]
 pub struct Tile {
@@ -17,7 +16,6 @@ pub struct Tile {
     pub values: Vec<f64>,
 }
 
-#[allow(dead_code, reason = "shared plotting API: the heatmap grid is for the djICA spatial maps")]
 /// How values map to colours.
 #[derive(Clone, Copy, Debug, Default)]
 pub enum Colours {
@@ -25,10 +23,10 @@ pub enum Colours {
     #[default]
     Diverging,
     /// Dark to light (non-negative values).
+    #[allow(dead_code, reason = "for non-negative maps; no command draws one yet")]
     Sequential,
 }
 
-#[allow(dead_code, reason = "shared plotting API: the heatmap grid is for the djICA spatial maps")]
 /// A grid of titled heatmaps (e.g. spatial maps of several components or methods).
 #[derive(Clone, Debug, Default)]
 pub struct HeatmapGrid {
@@ -42,7 +40,6 @@ pub struct HeatmapGrid {
     pub shared_scale: bool,
 }
 
-#[allow(dead_code, reason = "shared plotting API: the heatmap grid is for the djICA spatial maps")]
 impl HeatmapGrid {
     /// Writes `<stem>.png` and `<stem>.svg`; returns both paths.
     pub fn write(&self, stem: &Path) -> Result<Vec<PathBuf>, PlotError> {
@@ -144,7 +141,6 @@ impl HeatmapGrid {
     }
 }
 
-#[allow(dead_code, reason = "shared plotting API: the heatmap grid is for the djICA spatial maps")]
 /// The colour of a value scaled to [−1, 1] (diverging) or [0, 1] (sequential).
 fn colour_of(t: f64, colours: Colours) -> RGBColor {
     let lerp = |a: (f64, f64, f64), b: (f64, f64, f64), s: f64| {
