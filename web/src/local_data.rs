@@ -52,6 +52,26 @@ impl DataSource {
     }
 }
 
+impl DataSource {
+    /// The labelled records an NN study of N_s = `records` records of D = `features` asks for:
+    /// seeded data are records of the room's two-Gaussian population ([`nn_records`]); a table
+    /// is used as it is, its last column the 0/1 label (the core declines a table that does not
+    /// fit, with the reason; an unreadable one becomes no records, which it declines too).
+    pub fn nn_dataset(&self, records: usize, features: usize) -> Dataset {
+        match self {
+            DataSource::Seeded { seed } => nn_records(*seed, records, features),
+            DataSource::Table { table, .. } => {
+                let width = table.width();
+                let x: Vec<Vec<f64>> =
+                    table.rows.iter().map(|r| r[..width.saturating_sub(1)].to_vec()).collect();
+                let y: Vec<f64> =
+                    table.rows.iter().map(|r| r.last().copied().unwrap_or(-1.0)).collect();
+                Dataset::from_rows(&x, &y).unwrap_or_else(|_| nn_records(0, 0, features))
+            }
+        }
+    }
+}
+
 /// Parsed values: rows of equal width, each value in [0, 1].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Table {

@@ -12,6 +12,7 @@ Components render these drivers' signals and call their methods; they never run 
 
 pub mod dashboard;
 pub mod form;
+pub mod nn_run;
 pub mod site;
 pub mod step_gate;
 pub mod wire;
