@@ -306,7 +306,7 @@ impl DashboardStudy {
         self.settle();
     }
 
-    /// Ends the running study now (`mean/abort` to every site).
+    /// Ends the running study now (`mean/abort`, or `iter/end`, to every site).
     pub fn stop(&self) {
         {
             let Some(inner) = self.inner() else { return };
@@ -316,10 +316,11 @@ impl DashboardStudy {
                 let out = nn.driver.machine.stop(now, "the teacher stopped it");
                 nn.driver.send(now, out);
             }
-            let Some(run) = inner.run.as_mut() else { return };
-            let now = run.now();
-            let out = run.driver.machine.stop(now, "the teacher stopped it");
-            run.driver.send(now, out);
+            if let Some(run) = inner.run.as_mut() {
+                let now = run.now();
+                let out = run.driver.machine.stop(now, "the teacher stopped it");
+                run.driver.send(now, out);
+            }
         }
         self.settle();
     }
