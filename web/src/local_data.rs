@@ -15,7 +15,7 @@ Pure logic, tested natively; the site's Local data panel renders it and the stud
 rows from it.
 */
 
-use capelab_core::data::synthetic;
+use capelab_core::data::{Dataset, Normaliser, TargetKind, synthetic};
 use capelab_core::fm::Model;
 use capelab_core::rng::derive;
 use capelab_core::study::mean::{DataError, Query, StudyParams, check_rows, row_mean};
@@ -48,6 +48,26 @@ impl DataSource {
                 regression_records(*seed, params.values_per_site, params.dimension, q.model)
             }
             _ => self.rows_for(params.values_per_site, params.dimension),
+        }
+    }
+}
+
+impl DataSource {
+    /// The labelled records an NN study of N_s = `records` records of D = `features` asks for:
+    /// seeded data are records of the room's two-Gaussian population ([`nn_records`]); a table
+    /// is used as it is, its last column the 0/1 label (the core declines a table that does not
+    /// fit, with the reason; an unreadable one becomes no records, which it declines too).
+    pub fn nn_dataset(&self, records: usize, features: usize) -> Dataset {
+        match self {
+            DataSource::Seeded { seed } => nn_records(*seed, records, features),
+            DataSource::Table { table, .. } => {
+                let width = table.width();
+                let x: Vec<Vec<f64>> =
+                    table.rows.iter().map(|r| r[..width.saturating_sub(1)].to_vec()).collect();
+                let y: Vec<f64> =
+                    table.rows.iter().map(|r| r.last().copied().unwrap_or(-1.0)).collect();
+                Dataset::from_rows(&x, &y).unwrap_or_else(|_| nn_records(0, 0, features))
+            }
         }
     }
 }
@@ -236,6 +256,32 @@ pub fn regression_records(seed: u64, n: usize, features: usize, model: Model) ->
         .collect()
 }
 
+/// μ of the two Gaussian classes the NN study's seeded records come from (spec cape-fm §5 \[R\],
+/// the generator `cape nn` uses: [`synthetic::two_gaussians`]).
+pub const NN_MEAN_OFFSET: f64 = 0.25;
+
+/// Records of the held-out set the dashboard reports the network's accuracy on.
+pub const NN_HELD_OUT_RECORDS: usize = 1_000;
+
+/// `n` labelled records (0/1) of the classroom's two-Gaussian population from the site's `seed`,
+/// clipped to the public radius √(D(1 + μ²)) and divided by it, as `cape nn` prepares them (no
+/// data-dependent step: the radius is fixed by the generator's parameters).
+pub fn nn_records(seed: u64, n: usize, features: usize) -> Dataset {
+    let raw = synthetic::two_gaussians(n, features, NN_MEAN_OFFSET, seed);
+    let radius = synthetic::two_gaussians_radius(features, NN_MEAN_OFFSET);
+    let clip = Normaliser::RowClip { radius, target: None };
+    // The radius is positive and finite for D ≥ 1, and two_gaussians' labels are 0/1: fit and
+    // apply cannot fail on these records; fall back to the raw ones rather than panic.
+    clip.fit(&raw, TargetKind::Binary).and_then(|f| f.apply(&raw)).unwrap_or(raw)
+}
+
+/// The dashboard's public held-out set: [`NN_HELD_OUT_RECORDS`] records of the same population
+/// from the public [`POPULATION_SEED`] (no site's private data; a site's seed has five digits, so
+/// it never coincides).
+pub fn nn_held_out(features: usize) -> Dataset {
+    nn_records(POPULATION_SEED, NN_HELD_OUT_RECORDS, features)
+}
+
 /// A fresh seed for a site that has none yet: five digits, easy to read out in class.
 pub fn fresh_seed() -> u64 {
     let mut rng = capelab_core::rng::os_rng();
@@ -245,6 +291,19 @@ pub fn fresh_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nn_records_are_seeded_labelled_and_in_the_unit_ball() {
+        let a = nn_records(12_345, 300, 10);
+        assert_eq!((a.len(), a.features()), (300, 10));
+        assert_eq!(a, nn_records(12_345, 300, 10), "seeded");
+        assert_ne!(a, nn_records(12_346, 300, 10), "sites differ");
+        assert!(a.max_row_norm() <= 1.0 + 1e-12);
+        assert!(a.y.iter().all(|&y| y == 0.0 || y == 1.0));
+        let ones = a.y.iter().filter(|&&y| y == 1.0).count();
+        assert!((100..200).contains(&ones), "Bernoulli(½) labels: {ones} of 300");
+        assert_eq!(nn_held_out(10).len(), NN_HELD_OUT_RECORDS);
+    }
 
     #[test]
     fn seeded_regression_records_are_in_fms_domain_and_share_w_star() {

@@ -10,6 +10,7 @@ use crate::components::presence_list::PresenceList;
 use crate::components::qr::QrCode;
 use crate::components::refusals::RelayNotices;
 use crate::components::study::mean_panel::MeanPanel;
+use crate::components::study::nn_panel::NnPanel;
 use crate::components::study::privacy_panel::PrivacyPanel;
 use crate::components::study::regression_panel::RegressionPanel;
 use crate::components::study::results_panel::ResultsPanel;
@@ -24,7 +25,8 @@ use crate::transport::{Hello, LinkStatus};
 pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
     let state = RoomState::start(hello);
     let study = DashboardStudy::start(state);
-    let regression = RwSignal::new(false);
+    // Which study's panel shows: "mean", "regression" or "nn".
+    let picked = RwSignal::new("mean");
     let me = Signal::derive(move || state.me.get().map(|p| p.id));
     // Memos: a reconnect re-announces the same room, which must not rebuild the QR code.
     let room = Memo::new(move |_| state.room.get());
@@ -100,18 +102,21 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
             </section>
             <section class="card span-all study-picker" data-testid="study-picker">
                 <span class="label">"Study: "</span>
-                <button type="button" data-testid="pick-mean"
-                    class=move || if regression.get() { "button button-small" } else { "button button-small button-on" }
-                    disabled=move || study.view.live.with(Option::is_some)
-                    on:click=move |_| regression.set(false)>"Private mean"</button>
-                <button type="button" data-testid="pick-regression"
-                    class=move || if regression.get() { "button button-small button-on" } else { "button button-small" }
-                    disabled=move || study.view.live.with(Option::is_some)
-                    on:click=move |_| regression.set(true)>"Private regression"</button>
+                {[("mean", "Private mean"), ("regression", "Private regression"), ("nn", "Neural network (CAPE gradient descent)")]
+                    .into_iter()
+                    .map(|(key, label)| view! {
+                        <button type="button" data-testid=format!("pick-{key}")
+                            class=move || if picked.get() == key { "button button-small button-on" } else { "button button-small" }
+                            disabled=move || study.view.busy()
+                            on:click=move |_| picked.set(key)>{label}</button>
+                    })
+                    .collect_view()}
             </section>
-            <Show when=move || !regression.get() fallback=move || view! { <RegressionPanel study state /> }>
-                <MeanPanel study state />
-            </Show>
+            {move || match picked.get() {
+                "regression" => view! { <RegressionPanel study state /> }.into_any(),
+                "nn" => view! { <NnPanel study state /> }.into_any(),
+                _ => view! { <MeanPanel study state /> }.into_any(),
+            }}
             <ResultsPanel study />
             <PrivacyPanel study state />
             <WirePanel lines=study.view.wire total=study.view.wire_total me />

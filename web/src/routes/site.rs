@@ -8,6 +8,7 @@ use crate::components::presence_list::PresenceList;
 use crate::components::refusals::RelayNotices;
 use crate::components::study::ledger_panel::LedgerPanel;
 use crate::components::study::local_data_panel::LocalDataPanel;
+use crate::components::study::nn_site_panel::NnSitePanel;
 use crate::components::study::site_study_panel::SiteStudyPanel;
 use crate::roster::display_name;
 use crate::session::RoomState;
@@ -65,6 +66,7 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
                 <PresenceList roster=state.roster item_testid="peer" empty_text="Nobody else yet." />
             </section>
             <SiteStudyPanel study />
+            <NnSitePanel study />
             <LocalDataPanel study name />
             <LedgerPanel study />
         </main>

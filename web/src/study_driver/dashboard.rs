@@ -30,7 +30,8 @@ use capelab_core::wire::{ParticipantId, Role};
 use gloo::timers::callback::Timeout;
 use leptos::prelude::*;
 
-use super::form::{FormError, MeanForm};
+use super::form::{FormError, MeanForm, NnForm};
+use super::nn_run::{NnFinished, NnLive, NnRun};
 use super::step_gate::{PausableClock, Step, StepGate};
 use super::wall_ms;
 use super::wire::{StudyTransport, WireLine, WireLog, send_noted};
@@ -88,6 +89,17 @@ pub struct DashboardView {
     pub wire_total: RwSignal<usize>,
     /// Why the last start did not happen.
     pub start_error: RwSignal<Option<String>>,
+    /// The running NN study (CAPE gradient descent).
+    pub nn_live: RwSignal<Option<NnLive>>,
+    /// Every finished NN study, oldest first.
+    pub nn_rounds: RwSignal<Vec<NnFinished>>,
+}
+
+impl DashboardView {
+    /// Whether any study is running (the picker is locked then).
+    pub fn busy(&self) -> bool {
+        self.live.with(Option::is_some) || self.nn_live.with(Option::is_some)
+    }
 }
 
 /// The dashboard's study driver: a `Copy` handle, valid while the dashboard view lives (after
@@ -103,6 +115,9 @@ struct Inner {
     log: Rc<RefCell<WireLog>>,
     run: Option<Run>,
     rounds: Vec<FinishedRound>,
+    /// At most one of `run` and `nn` is running.
+    nn: Option<NnRun>,
+    nn_rounds: Vec<NnFinished>,
     reports: BTreeMap<ParticipantId, LedgerReport>,
     timer: Option<Timeout>,
 }
@@ -167,12 +182,16 @@ impl DashboardStudy {
             wire: RwSignal::new(Vec::new()),
             wire_total: RwSignal::new(0),
             start_error: RwSignal::new(None),
+            nn_live: RwSignal::new(None),
+            nn_rounds: RwSignal::new(Vec::new()),
         };
         let inner = Rc::new(RefCell::new(Inner {
             room,
             log: Rc::new(RefCell::new(WireLog::default())),
             run: None,
             rounds: Vec::new(),
+            nn: None,
+            nn_rounds: Vec::new(),
             reports: BTreeMap::new(),
             timer: None,
         }));
@@ -201,20 +220,11 @@ impl DashboardStudy {
     ) -> Result<(), String> {
         let inner = self.inner().ok_or("the dashboard is closing")?;
         let mut inner = inner.borrow_mut();
-        if inner.run.is_some() {
+        if inner.run.is_some() || inner.nn.is_some() {
             return Err("A study is running: wait for it to end or stop it.".into());
         }
         let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
-        let (sites, names) = inner.room.roster.with_untracked(|r| {
-            let present: Vec<ParticipantId> = r
-                .with_role(Role::Site)
-                .filter(|m| m.presence == crate::roster::Presence::Present)
-                .map(|m| m.peer.id)
-                .collect();
-            let names: BTreeMap<ParticipantId, String> =
-                r.with_role(Role::Site).map(|m| (m.peer.id, display_name(&m.peer))).collect();
-            (present, names)
-        });
+        let (sites, names) = present_sites(&inner.room);
         let form = read(sites).map_err(|e| e.to_string())?;
         let clock = PausableClock::default();
         let now = clock.now(wall_ms());
@@ -236,6 +246,31 @@ impl DashboardStudy {
             names,
             step_mode: form.step_mode,
         });
+        Ok(())
+    }
+
+    /// Starts an NN study (CAPE gradient descent) among the present sites, as the form says.
+    pub fn start_nn(&self, read: impl FnOnce(Vec<ParticipantId>) -> Result<NnForm, FormError>) {
+        let result = self.try_start_nn(read);
+        self.view.start_error.set(result.err());
+        self.settle();
+    }
+
+    fn try_start_nn(
+        &self,
+        read: impl FnOnce(Vec<ParticipantId>) -> Result<NnForm, FormError>,
+    ) -> Result<(), String> {
+        let inner = self.inner().ok_or("the dashboard is closing")?;
+        let mut inner = inner.borrow_mut();
+        if inner.run.is_some() || inner.nn.is_some() {
+            return Err("A study is running: wait for it to end or stop it.".into());
+        }
+        let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
+        let (sites, names) = present_sites(&inner.room);
+        let form = read(sites).map_err(|e| e.to_string())?;
+        let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+        let number = inner.nn_rounds.len() + 1;
+        inner.nn = Some(NnRun::start(number, form, transport, names, wall_ms())?);
         Ok(())
     }
 
@@ -271,15 +306,21 @@ impl DashboardStudy {
         self.settle();
     }
 
-    /// Ends the running study now (`mean/abort` to every site).
+    /// Ends the running study now (`mean/abort`, or `iter/end`, to every site).
     pub fn stop(&self) {
         {
             let Some(inner) = self.inner() else { return };
             let mut inner = inner.borrow_mut();
-            let Some(run) = inner.run.as_mut() else { return };
-            let now = run.now();
-            let out = run.driver.machine.stop(now, "the teacher stopped it");
-            run.driver.send(now, out);
+            if let Some(nn) = inner.nn.as_mut() {
+                let now = wall_ms();
+                let out = nn.driver.machine.stop(now, "the teacher stopped it");
+                nn.driver.send(now, out);
+            }
+            if let Some(run) = inner.run.as_mut() {
+                let now = run.now();
+                let out = run.driver.machine.stop(now, "the teacher stopped it");
+                run.driver.send(now, out);
+            }
         }
         self.settle();
     }
@@ -316,10 +357,15 @@ impl DashboardStudy {
             let Some(inner) = self.inner() else { return };
             let mut inner = inner.borrow_mut();
             let log = inner.log.clone();
-            let Some(run) = inner.run.as_mut() else { return };
-            log.borrow_mut().note_received(wall_ms(), event);
-            let now = run.now();
-            run.driver.feed(now, event.clone());
+            if let Some(nn) = inner.nn.as_mut() {
+                log.borrow_mut().note_received(wall_ms(), event);
+                nn.driver.feed(wall_ms(), event.clone());
+            } else {
+                let Some(run) = inner.run.as_mut() else { return };
+                log.borrow_mut().note_received(wall_ms(), event);
+                let now = run.now();
+                run.driver.feed(now, event.clone());
+            }
         }
         self.settle();
     }
@@ -329,9 +375,13 @@ impl DashboardStudy {
             let Some(inner) = self.inner() else { return };
             let mut inner = inner.borrow_mut();
             inner.timer = None;
-            let Some(run) = inner.run.as_mut() else { return };
-            let now = run.now();
-            run.driver.fire_timeout(now);
+            if let Some(nn) = inner.nn.as_mut() {
+                nn.driver.fire_timeout(wall_ms());
+            }
+            if let Some(run) = inner.run.as_mut() {
+                let now = run.now();
+                run.driver.fire_timeout(now);
+            }
         }
         self.settle();
     }
@@ -339,7 +389,7 @@ impl DashboardStudy {
     /// After any input: finish, pause or resume the clock, re-arm the timer, publish.
     fn settle(&self) {
         let Some(inner) = self.inner() else { return };
-        let (live, rounds, lines, total) = {
+        let (live, rounds, nn_live, nn_rounds, lines, total) = {
             let mut guard = inner.borrow_mut();
             let inner = &mut *guard;
             let finished = inner.run.as_ref().and_then(|run| {
@@ -355,7 +405,17 @@ impl DashboardStudy {
                 inner.rounds.push(round);
                 inner.rounds.clone()
             });
+            let nn_finished = inner.nn.as_ref().and_then(NnRun::finished);
+            let nn_rounds = nn_finished.map(|round| {
+                inner.nn = None;
+                inner.nn_rounds.push(round);
+                inner.nn_rounds.clone()
+            });
             let this = *self;
+            let nn_wait = inner.nn.as_ref().and_then(|nn| {
+                let deadline = nn.driver.machine.poll_timeout()?;
+                Some(u32::try_from(deadline.saturating_sub(wall_ms())).unwrap_or(u32::MAX))
+            });
             let wait = inner.run.as_mut().and_then(|run| {
                 let wall = wall_ms();
                 run.clock.set_paused(run.gate.borrow().is_holding(), wall);
@@ -365,16 +425,35 @@ impl DashboardStudy {
                     u32::try_from(deadline.saturating_sub(run.clock.now(wall))).unwrap_or(u32::MAX),
                 )
             });
-            inner.timer = wait.map(|ms| Timeout::new(ms, move || this.on_timer()));
+            inner.timer = wait.or(nn_wait).map(|ms| Timeout::new(ms, move || this.on_timer()));
             let live = inner.run.as_ref().map(Run::live);
+            let nn_live = inner.nn.as_ref().map(NnRun::live);
             let log = inner.log.borrow();
-            (live, rounds, log.lines(), log.total())
+            (live, rounds, nn_live, nn_rounds, log.lines(), log.total())
         };
         self.view.live.set(live);
         if let Some(rounds) = rounds {
             self.view.rounds.set(rounds);
         }
+        self.view.nn_live.set(nn_live);
+        if let Some(rounds) = nn_rounds {
+            self.view.nn_rounds.set(rounds);
+        }
         self.view.wire.set(lines);
         self.view.wire_total.set(total);
     }
+}
+
+/// The sites present (ids) and the names of every site seen, for a study's invitation.
+fn present_sites(room: &RoomState) -> (Vec<ParticipantId>, BTreeMap<ParticipantId, String>) {
+    room.roster.with_untracked(|r| {
+        let present: Vec<ParticipantId> = r
+            .with_role(Role::Site)
+            .filter(|m| m.presence == crate::roster::Presence::Present)
+            .map(|m| m.peer.id)
+            .collect();
+        let names: BTreeMap<ParticipantId, String> =
+            r.with_role(Role::Site).map(|m| (m.peer.id, display_name(&m.peer))).collect();
+        (present, names)
+    })
 }

@@ -1,7 +1,9 @@
 //! The dashboard's "Private mean" form, read and checked before anything is sent.
 
-use capelab_core::fm::Model;
+use capelab_core::fm::{Calibration as FmCalibration, Model};
 use capelab_core::secagg;
+use capelab_core::study::iterative::nn::NnTask;
+use capelab_core::study::iterative::{IterativeConfigError, IterativeParams, NoiseMode};
 use capelab_core::study::mean::{Calibration, Query, StudyConfigError, StudyParams};
 use capelab_core::study::regression::RegressionQuery;
 use capelab_core::wire::ParticipantId;
@@ -55,6 +57,10 @@ pub enum FormError {
     TooFewSites { present: usize },
     #[error("{0}")]
     Params(#[from] StudyConfigError),
+    #[error("{0}")]
+    Iterative(#[from] IterativeConfigError),
+    #[error("{field}: {value} must be positive and finite")]
+    NotPositive { field: &'static str, value: f64 },
 }
 
 /// The threshold the core picks when the field is empty: ⌊2S/3⌋ + 1.
@@ -135,6 +141,84 @@ impl RegressionFields {
     }
 }
 
+/// The dashboard's "Neural network (CAPE gradient descent)" form, as text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NnFields {
+    pub epsilon_per_iteration: String,
+    pub delta: String,
+    pub iterations: String,
+    pub records_per_site: String,
+    pub features: String,
+    pub hidden: String,
+    pub clip: String,
+    pub learning_rate: String,
+    pub mode: NoiseMode,
+}
+
+impl Default for NnFields {
+    fn default() -> Self {
+        NnFields {
+            epsilon_per_iteration: "0.5".into(),
+            delta: "1e-5".into(),
+            iterations: "60".into(),
+            records_per_site: "200".into(),
+            features: "10".into(),
+            hidden: "5".into(),
+            clip: "1".into(),
+            learning_rate: "0.05".into(),
+            mode: NoiseMode::Upfront,
+        }
+    }
+}
+
+/// The checked NN form: the study's parameters, the network's public description, and Adam's
+/// learning rate (the dashboard's own, never sent).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NnForm {
+    pub params: IterativeParams,
+    pub task: NnTask,
+    pub learning_rate: f64,
+    pub epsilon_per_iteration: f64,
+}
+
+impl NnFields {
+    /// Reads the fields for a study among `sites`. Δ = 2C/N_s needs N_s: every site uses exactly
+    /// N_s records (a site with another count declines, its sensitivity differs).
+    pub fn read(&self, sites: Vec<ParticipantId>) -> Result<NnForm, FormError> {
+        if sites.len() < 2 {
+            return Err(FormError::TooFewSites { present: sites.len() });
+        }
+        let epsilon = real("ε per iteration", &self.epsilon_per_iteration)?;
+        let delta = real("δ", &self.delta)?;
+        let iterations = count("iterations J", &self.iterations)?;
+        let records = count("records per site N_s", &self.records_per_site)?;
+        let features = count("features D", &self.features)?;
+        let hidden = count("hidden units H", &self.hidden)?;
+        let clip = positive("clipping norm C", real("clipping norm C", &self.clip)?)?;
+        let learning_rate = positive("learning rate", real("learning rate", &self.learning_rate)?)?;
+        let task = NnTask { features, hidden, clip };
+        let z = IterativeParams::noise_multiplier_for(epsilon, delta, FmCalibration::default())?;
+        let params = IterativeParams::new(
+            sites,
+            self.mode,
+            u32::try_from(iterations).unwrap_or(u32::MAX),
+            task.num_params(),
+            task.sensitivity(records),
+            z,
+            delta,
+        )?;
+        Ok(NnForm { params, task, learning_rate, epsilon_per_iteration: epsilon })
+    }
+}
+
+fn positive(field: &'static str, value: f64) -> Result<f64, FormError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(FormError::NotPositive { field, value })
+    }
+}
+
 fn real(field: &'static str, text: &str) -> Result<f64, FormError> {
     text.trim()
         .parse::<f64>()
@@ -178,6 +262,33 @@ mod tests {
             wide.read(vec![2, 3]),
             Err(FormError::Params(StudyConfigError::Dimension { dimension: 65, max: 64 }))
         ));
+    }
+
+    #[test]
+    fn the_nn_form_makes_an_iterative_study_with_the_sensitivity_of_n_s() {
+        let form = NnFields::default().read(vec![4, 2, 3]).unwrap();
+        assert_eq!(form.params.sites, [2, 3, 4]);
+        assert_eq!(form.params.mode, NoiseMode::Upfront);
+        assert_eq!(form.params.max_iterations, 60);
+        assert_eq!(form.params.statistic_len, 5 * 10 + 2 * 5 + 1);
+        assert!((form.params.sensitivity - 2.0 / 200.0).abs() < 1e-15, "Δ = 2C/N_s");
+        let z = FmCalibration::default().multiplier(0.5, 1e-5).unwrap().multiplier;
+        assert_eq!(form.params.noise_multiplier, z);
+        assert_eq!(form.learning_rate, 0.05);
+        let bad_lr = NnFields { learning_rate: "0".into(), ..NnFields::default() };
+        assert_eq!(
+            bad_lr.read(vec![2, 3]).unwrap_err(),
+            FormError::NotPositive { field: "learning rate", value: 0.0 }
+        );
+        let no_j = NnFields { iterations: "0".into(), ..NnFields::default() };
+        assert!(matches!(
+            no_j.read(vec![2, 3]),
+            Err(FormError::NotACount { field: "iterations J", .. })
+        ));
+        assert_eq!(
+            NnFields::default().read(vec![2]).unwrap_err(),
+            FormError::TooFewSites { present: 1 }
+        );
     }
 
     #[test]

@@ -5,13 +5,16 @@ The protocol drivers: the one place where transport events meet the private-mean
   [`step_gate`]).
 - [`site`]: a site tab runs a `MeanSite` per study, with its ledger and its local data.
 - [`wire`]: the transport the roles send through, and the log of what the relay saw.
-- [`form`]: the dashboard's study form, checked by the core before anything is sent.
+- [`form`]: the dashboard's study forms, checked by the core before anything is sent.
+- [`nn_run`]: the NN study (CAPE gradient descent): the core's `IterativeAggregator` on the
+  dashboard; [`dashboard`] and [`site`] route its messages (one study at a time per tab).
 
 Components render these drivers' signals and call their methods; they never run protocol steps.
 */
 
 pub mod dashboard;
 pub mod form;
+pub mod nn_run;
 pub mod site;
 pub mod step_gate;
 pub mod wire;

@@ -25,6 +25,10 @@ use capelab_core::driver::Driver;
 use capelab_core::rng::os_rng;
 use capelab_core::secagg::SitePhase as SecAggPhase;
 use capelab_core::study::StudyId;
+use capelab_core::study::iterative::nn::{NnSite, NnTask};
+use capelab_core::study::iterative::{
+    IterBody, IterMessage, IterSitePhase, IterativeSite, SiteSettings, kind as iter_kind,
+};
 use capelab_core::study::mean::{
     MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome, SitePhase, StudyParams,
     kind,
@@ -42,6 +46,22 @@ use crate::roster::display_name;
 use crate::session::RoomState;
 
 type SharedLedger = Rc<RefCell<Ledger>>;
+
+/// The site's part in its current (or last) NN study.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NnSiteView {
+    pub phase: String,
+    /// N_s and D of the records the study uses (private: only gradients leave, with noise).
+    pub records: usize,
+    pub features: usize,
+    /// Records with label 1.
+    pub positives: usize,
+    /// The first records, rounded, for a glance.
+    pub preview: Vec<String>,
+    pub released: u32,
+    pub max_iterations: u32,
+    pub end: Option<String>,
+}
 
 /// The site's ledger, for its panel.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +120,7 @@ pub struct SiteView {
     /// Why the last budget change or import was refused (the ledger is unchanged).
     pub ledger_error: RwSignal<Option<String>>,
     pub study: RwSignal<Option<SiteStudyView>>,
+    pub nn: RwSignal<Option<NnSiteView>>,
     /// Where this site's values come from; the Local data panel edits it.
     pub data: RwSignal<DataSource>,
 }
@@ -118,6 +139,8 @@ struct Inner {
     ledger: Option<SharedLedger>,
     ledger_note: Option<String>,
     run: Option<Driver<StudyTransport, MeanSite<SharedLedger>>>,
+    /// The NN study's role; at most one of `run` and `nn` exists (`secagg/…` goes to it).
+    nn: Option<NnDriver>,
     /// Ledger entries of the running study already saved and reported.
     saved: usize,
     log: Rc<RefCell<WireLog>>,
@@ -130,6 +153,7 @@ impl SiteStudy {
             ledger: RwSignal::new(None),
             ledger_error: RwSignal::new(None),
             study: RwSignal::new(None),
+            nn: RwSignal::new(None),
             data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
         };
         let inner = Rc::new(RefCell::new(Inner {
@@ -138,6 +162,7 @@ impl SiteStudy {
             ledger: None,
             ledger_note: None,
             run: None,
+            nn: None,
             saved: 0,
             log: Rc::new(RefCell::new(WireLog::default())),
         }));
@@ -165,6 +190,9 @@ impl SiteStudy {
             }
             TransportEvent::Message { from, kind: k, payload } if k == kind::START => {
                 self.on_start(*from, payload, event);
+            }
+            TransportEvent::Message { from, kind: k, payload } if k == iter_kind::START => {
+                self.on_nn_start(*from, payload, event);
             }
             TransportEvent::Message { kind: k, .. } if is_study_kind(k) => self.feed(event),
             TransportEvent::PeerLeft(_) => self.feed(event),
@@ -224,9 +252,60 @@ impl SiteStudy {
                 };
                 let rows = self.view.data.get_untracked().rows_for_study(&params);
                 let site = MeanSite::new(me.id, from, rows, ledger, os_rng());
+                inner.nn = None;
                 let transport =
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                 inner.run = Some(Driver::new(transport, site));
+                inner.saved = 0;
+            }
+        }
+        self.feed(event);
+    }
+
+    /// A dashboard opened an NN study: a fresh iterative site role on this tab's records.
+    fn on_nn_start(&self, from: ParticipantId, payload: &[u8], event: &TransportEvent) {
+        let Some(inner) = self.inner() else { return };
+        let from_dashboard = inner.borrow().room.roster.with_untracked(|r| {
+            r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
+        });
+        let start = match IterMessage::<NnTask, Vec<f64>>::decode(payload) {
+            Ok(IterMessage { study, body: IterBody::Start { params, task } }) => {
+                Some((study, params, task))
+            }
+            _ => None,
+        };
+        let Some((study, params, task)) = start.filter(|_| from_dashboard) else {
+            web_sys::console::warn_1(
+                &format!("capelab: ignored an NN study start from participant {from}").into(),
+            );
+            return;
+        };
+        {
+            let mut inner = inner.borrow_mut();
+            let same = inner.nn.as_ref().is_some_and(|d| d.machine.study() == Some(study));
+            if !same {
+                let (Some(me), Some(ledger), Some(ws)) =
+                    (inner.me.clone(), inner.ledger.clone(), inner.room.transport())
+                else {
+                    return;
+                };
+                // Δ = 2C/N_s: the announced sensitivity says how many records each site uses.
+                let records = (2.0 * task.clip / params.sensitivity).round();
+                let records =
+                    if records.is_finite() && records >= 1.0 { records as usize } else { 0 };
+                let data = self.view.data.get_untracked().nn_dataset(records, task.features);
+                let site = IterativeSite::new(
+                    me.id,
+                    from,
+                    NnSite::new(data),
+                    ledger,
+                    os_rng(),
+                    SiteSettings::default(),
+                );
+                let transport =
+                    StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+                inner.nn = Some(Driver::new(transport, site));
+                inner.run = None;
                 inner.saved = 0;
             }
         }
@@ -237,9 +316,14 @@ impl SiteStudy {
         let Some(inner) = self.inner() else { return };
         let recorded = {
             let mut inner = inner.borrow_mut();
-            let Some(driver) = inner.run.as_mut() else { return };
-            driver.feed(wall_ms(), event.clone());
-            let spent = driver.machine.spent().len();
+            let spent = if let Some(driver) = inner.nn.as_mut() {
+                driver.feed(wall_ms(), event.clone());
+                driver.machine.spent().len()
+            } else {
+                let Some(driver) = inner.run.as_mut() else { return };
+                driver.feed(wall_ms(), event.clone());
+                driver.machine.spent().len()
+            };
             let recorded = spent > inner.saved;
             inner.saved = spent;
             recorded
@@ -347,7 +431,54 @@ impl SiteStudy {
     fn publish_study(&self) {
         let Some(inner) = self.inner() else { return };
         let view = inner.borrow().run.as_ref().map(|driver| study_view(&driver.machine));
-        self.view.study.set(view);
+        let nn = inner.borrow().nn.as_ref().map(|driver| nn_view(&driver.machine));
+        if view.is_some() {
+            self.view.study.set(view);
+        }
+        self.view.nn.set(nn);
+    }
+}
+
+type NnDriver = Driver<StudyTransport, IterativeSite<NnSite, SharedLedger>>;
+
+fn nn_view(site: &IterativeSite<NnSite, SharedLedger>) -> NnSiteView {
+    let data = site.step().data();
+    let preview = (0..data.len().min(3))
+        .map(|i| {
+            let x: Vec<String> =
+                (0..data.features().min(4)).map(|j| format!("{:.2}", data.x[(i, j)])).collect();
+            let more = if data.features() > 4 { ", …" } else { "" };
+            format!("x = ({}{more}), y = {}", x.join(", "), data.y[i])
+        })
+        .collect();
+    NnSiteView {
+        phase: nn_phase_text(site.phase()),
+        records: data.len(),
+        features: data.features(),
+        positives: data.y.iter().filter(|&&y| y == 1.0).count(),
+        preview,
+        released: site.iterations().last().map_or(0, |it| it.iteration),
+        max_iterations: site.params().map_or(0, |p| p.max_iterations),
+        end: site.end_reason().map(str::to_owned),
+    }
+}
+
+/// Where the site is in an NN study, in words for the tab.
+pub fn nn_phase_text(phase: IterSitePhase) -> String {
+    match phase {
+        IterSitePhase::AwaitingStart => "Waiting for the dashboard".into(),
+        IterSitePhase::Accepted => "Accepted: the ledger allows all J iterations".into(),
+        IterSitePhase::Summing(_) => {
+            "Upfront SecureAgg: summing the noise of every iteration at once".into()
+        }
+        IterSitePhase::Iterating { released } => {
+            format!("Released the noisy gradient of iteration {released}")
+        }
+        IterSitePhase::Excluded => "Not in the upfront noise sum: waiting for the end".into(),
+        IterSitePhase::Done => "Done: training ended".into(),
+        IterSitePhase::Declined => "Declined: nothing but the refusal was sent".into(),
+        IterSitePhase::NotInvited => "Not invited to this study".into(),
+        IterSitePhase::Aborted => "The study ended early".into(),
     }
 }
 
@@ -384,7 +515,7 @@ fn study_view(site: &MeanSite<SharedLedger>) -> SiteStudyView {
 
 /// Study traffic a running site role takes: the study's own kinds and SecureAgg's.
 fn is_study_kind(kind: &str) -> bool {
-    kind.starts_with("mean/") || kind.starts_with("secagg/")
+    kind.starts_with("mean/") || kind.starts_with("secagg/") || kind.starts_with("iter/")
 }
 
 /// A name fit for a download's file name.

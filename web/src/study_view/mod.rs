@@ -11,6 +11,7 @@ core simulates; the components render what they return.
 
 pub mod export;
 pub mod masked;
+pub mod nn;
 pub mod privacy;
 pub mod regression;
 pub mod results;

@@ -4,6 +4,8 @@
 pub mod ledger_panel;
 pub mod local_data_panel;
 pub mod mean_panel;
+pub mod nn_panel;
+pub mod nn_site_panel;
 pub mod privacy_panel;
 pub mod regression_panel;
 pub mod results_panel;

@@ -62,6 +62,11 @@ impl NnSite {
     pub fn records(&self) -> usize {
         self.data.len()
     }
+
+    /// The site's records, for its own tab (never sent).
+    pub fn data(&self) -> &Dataset {
+        &self.data
+    }
 }
 
 impl SiteStep for NnSite {

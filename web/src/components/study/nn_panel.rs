@@ -1,0 +1,193 @@
+//! The dashboard's "Neural network (CAPE gradient descent)" panel: the form, the live training
+//! (progress, held-out accuracy and loss, ε spent per iteration) and the finished studies (stop
+//! reason, final guarantee). It renders [`DashboardStudy`]'s NN signals; the charts come from
+//! [`crate::study_view::nn`].
+
+use capelab_core::study::iterative::NoiseMode;
+use capelab_core::wire::Role;
+use leptos::prelude::*;
+
+use crate::components::charts::scale::format_value;
+use crate::components::charts::{Chart, line};
+use crate::session::RoomState;
+use crate::study_driver::dashboard::DashboardStudy;
+use crate::study_driver::form::NnFields;
+use crate::study_driver::nn_run::{NnFinished, NnLive};
+use crate::study_view::nn::{
+    NnRecord, Progress, epsilon_chart, final_accuracy, final_epsilon_spent, guarantee_lines,
+    stop_text, training_chart,
+};
+
+#[component]
+pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
+    let d = NnFields::default();
+    let epsilon = RwSignal::new(d.epsilon_per_iteration);
+    let delta = RwSignal::new(d.delta);
+    let iterations = RwSignal::new(d.iterations);
+    let records = RwSignal::new(d.records_per_site);
+    let features = RwSignal::new(d.features);
+    let hidden = RwSignal::new(d.hidden);
+    let clip = RwSignal::new(d.clip);
+    let learning_rate = RwSignal::new(d.learning_rate);
+    let mode = RwSignal::new("upfront".to_owned());
+    let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
+    let running = move || study.view.busy();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let fields = NnFields {
+            epsilon_per_iteration: epsilon.get_untracked(),
+            delta: delta.get_untracked(),
+            iterations: iterations.get_untracked(),
+            records_per_site: records.get_untracked(),
+            features: features.get_untracked(),
+            hidden: hidden.get_untracked(),
+            clip: clip.get_untracked(),
+            learning_rate: learning_rate.get_untracked(),
+            mode: match mode.get_untracked().as_str() {
+                "conventional" => NoiseMode::Conventional,
+                "nonprivate" => NoiseMode::NonPrivate,
+                _ => NoiseMode::Upfront,
+            },
+        };
+        study.start_nn(move |sites| fields.read(sites));
+    };
+    let start_label = move || match present.get() {
+        0 | 1 => "Waiting for at least 2 sites".to_owned(),
+        s => format!("Train with the {s} sites present"),
+    };
+    view! {
+        <section class="card span-all mean-panel" data-testid="nn-panel">
+            <h2>"Neural network (CAPE gradient descent)"</h2>
+            <p class="muted">
+                "A two-layer network (H hidden units) is trained by full-batch gradient descent. "
+                "Each iteration the dashboard sends the current weights; each site computes the "
+                "mean of its per-record gradients clipped to norm C (sensitivity Δ = 2C/N_s) and "
+                "releases it with noise; the dashboard averages and takes one Adam step. In CAPE "
+                "mode the zero-sum noise of all J iterations comes from one SecureAgg run before "
+                "the first iteration, so a site that leaves afterwards stops the training."
+            </p>
+            <p class="muted">
+                "Seeded sites draw records of two Gaussian classes (μ = ±0.25 per feature, the "
+                "generator of cape nn). The accuracy shown is on a public held-out set of the same "
+                "population from a public seed: the dashboard has no private data."
+            </p>
+            <form class="mean-form" on:submit=submit>
+                <fieldset class="field-grid" disabled=running>
+                    <label>"ε per iteration"<input id="nn-epsilon" inputmode="decimal" bind:value=epsilon /></label>
+                    <label>"δ"<input id="nn-delta" inputmode="decimal" bind:value=delta /></label>
+                    <label>"iterations J"<input id="nn-iterations" inputmode="numeric" bind:value=iterations /></label>
+                    <label>"records per site N_s"<input id="nn-records" inputmode="numeric" bind:value=records /></label>
+                    <label>"features D"<input id="nn-features" inputmode="numeric" bind:value=features /></label>
+                    <label>"hidden units H"<input id="nn-hidden" inputmode="numeric" bind:value=hidden /></label>
+                    <label>"clipping norm C"<input id="nn-clip" inputmode="decimal" bind:value=clip /></label>
+                    <label>"learning rate (Adam)"<input id="nn-lr" inputmode="decimal" bind:value=learning_rate /></label>
+                    <label>"noise"
+                        <select id="nn-mode" bind:value=mode>
+                            <option value="upfront">"CAPE (upfront zero-sum noise)"</option>
+                            <option value="conventional">"conventional (independent noise)"</option>
+                            <option value="nonprivate">"non-private (sites that opted in)"</option>
+                        </select>
+                    </label>
+                </fieldset>
+                <button
+                    type="submit"
+                    class="button button-primary"
+                    data-testid="start-nn"
+                    disabled=move || running() || present.get() < 2
+                >
+                    {start_label}
+                </button>
+            </form>
+            {move || study.view.start_error.get().map(|e| view! {
+                <p class="callout callout-error" data-testid="start-error" role="alert">{e}</p>
+            })}
+            {move || study.view.nn_live.get().map(|live| view! { <NnLiveView live study /> })}
+            {move || {
+                study.view.nn_rounds.get().into_iter().rev().map(|round| view! { <NnRoundView round /> }).collect_view()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn NnLiveView(live: NnLive, study: DashboardStudy) -> impl IntoView {
+    let total = live.params.max_iterations;
+    view! {
+        <div class="live-study" data-testid="nn-live">
+            <p class="live-phase" data-testid="nn-phase">{live.phase.clone()}</p>
+            <TrainingView records=live.records.clone() total chance=live.chance delta=live.params.delta stem=format!("capelab-nn-live-{}", live.number) id_suffix="live".to_owned() />
+            {(!live.refusals.is_empty()).then(|| view! {
+                <p class="muted small">"Refused inputs: " {live.refusals.join("; ")}</p>
+            })}
+            <button type="button" class="button" data-testid="stop-nn" on:click=move |_| study.stop()>"Stop"</button>
+        </div>
+    }
+}
+
+/// The progress bar and the two charts of one study's records.
+#[component]
+fn TrainingView(
+    records: Vec<NnRecord>,
+    total: u32,
+    chance: f64,
+    delta: f64,
+    stem: String,
+    id_suffix: String,
+) -> impl IntoView {
+    let progress = Progress::of(&records, total);
+    let accuracy = final_accuracy(&records);
+    let spent = final_epsilon_spent(&records);
+    let acc_id = format!("nn-accuracy-{id_suffix}");
+    let eps_id = format!("nn-epsilon-{id_suffix}");
+    let acc_svg = line::render(&training_chart(&records, total, chance), &acc_id);
+    let eps_svg = line::render(&epsilon_chart(&records, total, delta, None), &eps_id);
+    let private = spent.is_some();
+    view! {
+        <div data-testid="nn-progress" data-done=progress.done data-total=progress.total>
+            <p class="muted">
+                "Iteration " {progress.done} " of " {progress.total}
+                " · held-out accuracy " {accuracy.map_or("—".to_owned(), format_value)}
+                " (chance " {format_value(chance)} ")"
+                {spent.map(|e| format!(" · ε spent per site {}", format_value(e)))}
+            </p>
+            <div class="bar"><div class="bar-fill" style=format!("width: {:.1}%", progress.percent())></div></div>
+        </div>
+        <div data-testid="nn-accuracy" data-points=records.len() data-final=accuracy.unwrap_or(f64::NAN)>
+            <Chart markup=Signal::stored(acc_svg) id=acc_id file_stem=format!("{stem}-accuracy") testid="nn-accuracy-chart" />
+        </div>
+        {private.then(|| view! {
+            <div data-testid="nn-epsilon" data-final=spent.unwrap_or(f64::NAN)>
+                <Chart markup=Signal::stored(eps_svg) id=eps_id file_stem=format!("{stem}-epsilon") testid="nn-epsilon-chart" />
+            </div>
+        })}
+    }
+}
+
+#[component]
+fn NnRoundView(round: NnFinished) -> impl IntoView {
+    let o = &round.outcome;
+    let stop = stop_text(&o.stop, |id| round.name(id));
+    let guarantee = o.privacy.as_ref().map(guarantee_lines).unwrap_or_default();
+    let declined = o
+        .declined
+        .iter()
+        .map(|d| format!("{} declined: {}", round.name(d.site), d.reason))
+        .collect::<Vec<_>>();
+    let completed = matches!(o.stop, capelab_core::study::iterative::StopReason::Completed { .. });
+    let epsilon = o.privacy.as_ref().map_or(f64::NAN, |p| p.epsilon);
+    view! {
+        <div class="round-result" data-testid="nn-result" data-round=round.number data-completed=completed.to_string() data-iterations=o.iterations>
+            <h3>{format!("Training {} · {} · {} sites", round.number, o.params.mode.name(), o.contributors.len())}</h3>
+            <p class=if completed { "callout callout-ok" } else { "callout callout-warn" } data-testid="nn-stop">{stop}</p>
+            {declined.into_iter().map(|d| view! { <p class="muted">{d}</p> }).collect_view()}
+            <div class="callout" data-testid="nn-guarantee" data-epsilon=epsilon>
+                {if guarantee.is_empty() {
+                    view! { <p>"Non-private run: no guarantee, nothing recorded in the ledgers."</p> }.into_any()
+                } else {
+                    guarantee.into_iter().map(|g| view! { <p>{g}</p> }).collect_view().into_any()
+                }}
+            </div>
+            <TrainingView records=o.records.clone() total=o.params.max_iterations chance=round.chance delta=o.params.delta stem=format!("capelab-nn-{}", round.number) id_suffix=round.number.to_string() />
+        </div>
+    }
+}
