@@ -5,6 +5,8 @@ use capelab_core::study::mean::AggregatorPhase;
 use capelab_core::wire::{ParticipantId, Role};
 use leptos::prelude::*;
 
+use crate::components::study::start::{StartButton, StartError};
+
 use crate::components::charts::scale::format_value;
 use crate::session::RoomState;
 use crate::study_driver::dashboard::{DashboardStudy, LiveStudy};
@@ -48,10 +50,6 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             "default: ⌊2S/3⌋ + 1".to_owned()
         }
     };
-    let start_label = move || match present.get() {
-        0 | 1 => "Waiting for at least 2 sites".to_owned(),
-        s => format!("Start a round with the {s} sites present"),
-    };
     view! {
         <section class="card span-all mean-panel" data-testid="mean-panel">
             <h2>"Private mean"</h2>
@@ -73,18 +71,9 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                         <label class="check"><input type="checkbox" id="mean-step" bind:checked=step_mode />"step by step (hold each round until “Next round”)"</label>
                     </div>
                 </fieldset>
-                <button
-                    type="submit"
-                    class="button button-primary"
-                    data-testid="start-mean"
-                    disabled=move || running() || present.get() < 2
-                >
-                    {start_label}
-                </button>
+                <StartButton test_id="start-mean" action="Start a round" present running=Signal::derive(running) />
             </form>
-            {move || study.view.start_error.get().map(|e| view! {
-                <p class="callout callout-error" data-testid="start-error" role="alert">{e}</p>
-            })}
+            <StartError error=study.view.start_error />
             {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
         </section>
     }

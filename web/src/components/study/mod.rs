@@ -1,5 +1,6 @@
-//! The private-mean study's panels: dashboard (form and live study, results, privacy, wire) and
-//! site (local data, its part in the study, its ledger). They render the study drivers' signals.
+//! The studies' panels (private mean, private regression, neural network): dashboard (form and
+//! live study, results, privacy, wire) and site (local data, its part in the study, its ledger).
+//! They render the study drivers' signals.
 
 pub mod ledger_panel;
 pub mod local_data_panel;
@@ -10,4 +11,5 @@ pub mod privacy_panel;
 pub mod regression_panel;
 pub mod results_panel;
 pub mod site_study_panel;
+pub mod start;
 pub mod wire_panel;

@@ -7,6 +7,8 @@ use capelab_core::study::iterative::NoiseMode;
 use capelab_core::wire::Role;
 use leptos::prelude::*;
 
+use crate::components::study::start::{StartButton, StartError};
+
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, line};
 use crate::session::RoomState;
@@ -51,10 +53,6 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         };
         study.start_nn(move |sites| fields.read(sites));
     };
-    let start_label = move || match present.get() {
-        0 | 1 => "Waiting for at least 2 sites".to_owned(),
-        s => format!("Train with the {s} sites present"),
-    };
     view! {
         <section class="card span-all mean-panel" data-testid="nn-panel">
             <h2>"Neural network (CAPE gradient descent)"</h2>
@@ -89,18 +87,9 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                         </select>
                     </label>
                 </fieldset>
-                <button
-                    type="submit"
-                    class="button button-primary"
-                    data-testid="start-nn"
-                    disabled=move || running() || present.get() < 2
-                >
-                    {start_label}
-                </button>
+                <StartButton test_id="start-nn" action="Train" present running=Signal::derive(running) />
             </form>
-            {move || study.view.start_error.get().map(|e| view! {
-                <p class="callout callout-error" data-testid="start-error" role="alert">{e}</p>
-            })}
+            <StartError error=study.view.start_error />
             {move || study.view.nn_live.get().map(|live| view! { <NnLiveView live study /> })}
             {move || {
                 study.view.nn_rounds.get().into_iter().rev().map(|round| view! { <NnRoundView round /> }).collect_view()

@@ -5,6 +5,8 @@
 use capelab_core::wire::Role;
 use leptos::prelude::*;
 
+use crate::components::study::start::{StartButton, StartError};
+
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, forest, line};
 use crate::components::study::mean_panel::LiveStudyView;
@@ -40,10 +42,6 @@ pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView
         };
         study.start_round(move |sites| fields.read(sites));
     };
-    let start_label = move || match present.get() {
-        0 | 1 => "Waiting for at least 2 sites".to_owned(),
-        s => format!("Run capeFM with the {s} sites present"),
-    };
     view! {
         <section class="card span-all mean-panel" data-testid="regression-panel">
             <h2>"Private regression (capeFM)"</h2>
@@ -68,18 +66,9 @@ pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView
                         <label class="check"><input type="checkbox" id="reg-step" bind:checked=step_mode />"step by step"</label>
                     </div>
                 </fieldset>
-                <button
-                    type="submit"
-                    class="button button-primary"
-                    data-testid="start-regression"
-                    disabled=move || running() || present.get() < 2
-                >
-                    {start_label}
-                </button>
+                <StartButton test_id="start-regression" action="Run capeFM" present running=Signal::derive(running) />
             </form>
-            {move || study.view.start_error.get().map(|e| view! {
-                <p class="callout callout-error" data-testid="start-error" role="alert">{e}</p>
-            })}
+            <StartError error=study.view.start_error />
             {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
         </section>
     }
