@@ -47,11 +47,16 @@ pub trait Machine {
         who: ParticipantId,
     ) -> Result<Vec<Outgoing>, Self::Error>;
 
-    /// The clock reached (or passed) `poll_timeout()`.
-    fn handle_timeout(&mut self, now_ms: u64) -> Result<Vec<Outgoing>, Self::Error>;
+    /// The clock reached (or passed) `poll_timeout()`. Roles without deadlines (the sites, which
+    /// wait for their aggregator) keep this default.
+    fn handle_timeout(&mut self, _now_ms: u64) -> Result<Vec<Outgoing>, Self::Error> {
+        Ok(Vec::new())
+    }
 
-    /// When `handle_timeout` should next be called, if ever.
-    fn poll_timeout(&self) -> Option<u64>;
+    /// When `handle_timeout` should next be called, if ever (by default never).
+    fn poll_timeout(&self) -> Option<u64> {
+        None
+    }
 
     /// Whether the role has reached its end (a result or an abort): no input will change it.
     fn is_finished(&self) -> bool;

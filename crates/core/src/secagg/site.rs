@@ -750,14 +750,6 @@ impl Machine for Site {
         Site::handle_departure(self, now_ms, who)
     }
 
-    fn handle_timeout(&mut self, _now_ms: u64) -> Result<Vec<Outgoing>, RoundError> {
-        Ok(Vec::new())
-    }
-
-    fn poll_timeout(&self) -> Option<u64> {
-        None
-    }
-
     fn is_finished(&self) -> bool {
         self.outcome().is_some()
     }

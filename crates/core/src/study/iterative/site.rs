@@ -631,14 +631,6 @@ impl<C: SiteStep, L: LedgerAccess> Machine for IterativeSite<C, L> {
         IterativeSite::handle_departure(self, now_ms, who)
     }
 
-    fn handle_timeout(&mut self, _now_ms: u64) -> Result<Vec<Outgoing>, IterativeError> {
-        Ok(Vec::new())
-    }
-
-    fn poll_timeout(&self) -> Option<u64> {
-        None
-    }
-
     fn is_finished(&self) -> bool {
         IterativeSite::is_finished(self)
     }

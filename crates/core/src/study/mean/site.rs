@@ -690,14 +690,6 @@ impl<L: LedgerAccess> Machine for MeanSite<L> {
         MeanSite::handle_departure(self, now_ms, who)
     }
 
-    fn handle_timeout(&mut self, _now_ms: u64) -> Result<Vec<Outgoing>, StudyError> {
-        Ok(Vec::new())
-    }
-
-    fn poll_timeout(&self) -> Option<u64> {
-        None
-    }
-
     fn is_finished(&self) -> bool {
         self.outcome().is_some()
     }
