@@ -156,6 +156,22 @@ impl<T: Transport, M: Machine> Driver<T, M> {
         }
     }
 
+    /// For in-process simulations, once a pass moved no message: unless the role has finished,
+    /// jumps `clock_ms` to its next deadline and fires it. Returns whether anything happened
+    /// (`false`: the simulation has settled).
+    pub fn advance_idle_clock(&mut self, clock_ms: &mut u64) -> bool {
+        if self.machine.is_finished() {
+            return false;
+        }
+        match self.machine.poll_timeout() {
+            Some(deadline) => {
+                *clock_ms = (*clock_ms).max(deadline);
+                self.fire_timeout(*clock_ms)
+            }
+            None => false,
+        }
+    }
+
     pub fn log(&self) -> &[DriverEvent<M::Error>] {
         &self.log
     }

@@ -269,16 +269,7 @@ impl Sim {
             self.clock_ms += Self::PASS_MS;
             return true;
         }
-        if self.aggregator.machine.outcome().is_some() {
-            return false;
-        }
-        match self.aggregator.machine.poll_timeout() {
-            Some(deadline) => {
-                self.clock_ms = self.clock_ms.max(deadline);
-                self.aggregator.fire_timeout(self.clock_ms)
-            }
-            None => false,
-        }
+        self.aggregator.advance_idle_clock(&mut self.clock_ms)
     }
 
     fn pump_site(&mut self, i: usize) -> usize {
