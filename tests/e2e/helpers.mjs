@@ -181,3 +181,22 @@ export async function joinAsSite(tab, joinLink, name) {
   await connectedState(tab);
   return (await id.textContent()).trim();
 }
+
+/**
+ * A dashboard tab creates a room and one tab per name joins it as a site; resolves once the
+ * dashboard lists them all as present. `tabs` holds every tab (for `assertNoErrors`), `sites`
+ * `{ tab, name, id }` in the order of `siteNames`.
+ */
+export async function openRoomWithSites(browser, base, siteNames) {
+  const dashboard = await openTab(browser, 'dashboard', { width: 1400, height: 1000 });
+  const tabs = [dashboard];
+  const sites = [];
+  const { joinLink } = await createRoom(dashboard, base);
+  for (const name of siteNames) {
+    const tab = await openTab(browser, name);
+    tabs.push(tab);
+    sites.push({ tab, name, id: await joinAsSite(tab, joinLink, name) });
+  }
+  await waitForCount(dashboard.page, '[data-testid="site"][data-presence="present"]', siteNames.length);
+  return { dashboard, tabs, sites };
+}

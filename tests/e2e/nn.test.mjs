@@ -18,14 +18,11 @@ import {
   STEP_TIMEOUT_MS,
   artifacts,
   assertNoErrors,
-  createRoom,
-  joinAsSite,
   launchBrowser,
-  openTab,
+  openRoomWithSites,
   shot,
   startRelay,
   stopRelay,
-  waitForCount,
 } from './helpers.mjs';
 
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
@@ -54,24 +51,15 @@ async function startNn(dashboard, { iterations }) {
 describe('CAPE gradient descent over the real relay', { concurrency: false }, () => {
   let relay;
   let browser;
-  const tabs = [];
+  let tabs;
   let dashboard;
-  const sites = [];
+  let sites;
 
   before(async () => {
     mkdirSync(artifacts, { recursive: true });
     relay = startRelay();
-    const base = await relay.url;
     browser = await launchBrowser();
-    dashboard = await openTab(browser, 'dashboard', { width: 1400, height: 1000 });
-    tabs.push(dashboard);
-    const { joinLink } = await createRoom(dashboard, base);
-    for (const name of SITE_NAMES) {
-      const tab = await openTab(browser, name);
-      tabs.push(tab);
-      sites.push({ tab, name, id: await joinAsSite(tab, joinLink, name) });
-    }
-    await waitForCount(dashboard.page, '[data-testid="site"][data-presence="present"]', 4);
+    ({ dashboard, tabs, sites } = await openRoomWithSites(browser, await relay.url, SITE_NAMES));
   });
 
   after(async () => {
