@@ -139,7 +139,14 @@ fn a_site_keeps_the_aggregator_to_the_announced_iterations() {
     let study = StudyId([7; 16]);
     let p = params(NoiseMode::Conventional, 2);
     let out = site
-        .handle(0, AGGREGATOR, &send(study, IterBody::Start { params: p.clone(), task: task() }))
+        .handle(
+            0,
+            AGGREGATOR,
+            &send(
+                study,
+                IterBody::Start { computation: "nn".into(), params: p.clone(), task: task() },
+            ),
+        )
         .unwrap();
     assert_eq!(out[0].kind, kind::ACCEPT);
     let theta = vec![0.1; task().num_params()];
@@ -171,7 +178,11 @@ fn a_site_keeps_the_aggregator_to_the_announced_iterations() {
         SiteSettings::default(),
     );
     let out = other
-        .handle(0, AGGREGATOR, &send(study, IterBody::Start { params: p, task: task() }))
+        .handle(
+            0,
+            AGGREGATOR,
+            &send(study, IterBody::Start { computation: "nn".into(), params: p, task: task() }),
+        )
         .unwrap();
     let Msg { body: IterBody::Decline { reason }, .. } = decode(&out[0]) else { panic!() };
     assert!(reason.contains("4 features") && reason.contains("D = 3"), "{reason}");
@@ -188,7 +199,14 @@ fn a_site_keeps_the_aggregator_to_the_announced_iterations() {
         .handle(
             0,
             AGGREGATOR,
-            &send(study, IterBody::Start { params: params(NoiseMode::Upfront, 2), task: task() }),
+            &send(
+                study,
+                IterBody::Start {
+                    computation: "nn".into(),
+                    params: params(NoiseMode::Upfront, 2),
+                    task: task(),
+                },
+            ),
         )
         .unwrap();
     let Msg { body: IterBody::Decline { reason }, .. } = decode(&out[0]) else { panic!() };

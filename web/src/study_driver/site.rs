@@ -269,7 +269,7 @@ impl SiteStudy {
             r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
         });
         let start = match IterMessage::<NnTask, Vec<f64>>::decode(payload) {
-            Ok(IterMessage { study, body: IterBody::Start { params, task } }) => {
+            Ok(IterMessage { study, body: IterBody::Start { params, task, .. } }) => {
                 Some((study, params, task))
             }
             _ => None,

@@ -104,6 +104,15 @@ impl DjicaSite {
         DjicaSite { samples, rng, scales, last_clipped: 0 }
     }
 
+    /// A site that only computes gradients ([`Self::gradient`]): its caller adds the noise, as
+    /// the iterative study roles do. Its noise scales are zero, so [`Self::release`] would add
+    /// only a zero-sum share it is given.
+    pub fn gradient_only(x: DMatrix<f64>, precision: Precision) -> Self {
+        let zero = SiteNoiseScales { delta_g: 0.0, delta_h: 0.0, tau_g: 0.0, tau_h: 0.0 };
+        // Never drawn from: every τ is 0.
+        Self::new(x, precision, zero, crate::rng::derive(0, "djica/gradient-only"))
+    }
+
     /// The site's noise scales.
     pub fn scales(&self) -> SiteNoiseScales {
         self.scales

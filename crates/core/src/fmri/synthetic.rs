@@ -20,7 +20,7 @@ subjects over different sites does not change them.
 
 use super::garch::{GarchRanges, garch_series};
 use super::maps::blob_maps;
-use super::normalise::normalise_site;
+use super::normalise::{NormaliseReport, normalise_site};
 use super::{FmriError, SiteData};
 use crate::rng::derive;
 use nalgebra::DMatrix;
@@ -158,38 +158,15 @@ pub struct SyntheticStudy {
 /// Generates the study for `config` from the data seed `seed`.
 pub fn generate(config: &SyntheticConfig, seed: u64) -> Result<SyntheticStudy, FmriError> {
     config.validate()?;
-    let (d, r, len) = (config.voxels(), config.components, config.timepoints);
-    let mixing = blob_maps(&mut derive(seed, "fmri/maps"), config.grid, r, config.layout);
-    let scale = config.signal_rms / (r as f64).sqrt();
-    // A voxel's typical signal is signal_rms/√D; `noise` is relative to it.
-    let noise_sd = config.noise * config.signal_rms / (d as f64).sqrt();
-
+    let mixing = maps(config, seed);
     let mut sites = Vec::with_capacity(config.subjects_per_site.len());
-    let mut subject_index = 0usize;
+    let mut first_subject = 0usize;
     let (mut clipped, mut samples) = (0usize, 0usize);
     for &m_s in &config.subjects_per_site {
-        let mut x = DMatrix::zeros(d, m_s * len);
-        let mut sources = DMatrix::zeros(r, len);
-        for m in 0..m_s {
-            let mut rng = derive(seed, &format!("fmri/subject/{subject_index}"));
-            for k in 0..r {
-                let series = garch_series(&mut rng, len, config.garch, config.innovations);
-                sources.row_mut(k).copy_from_slice(&series);
-            }
-            let mut block = x.columns_mut(m * len, len);
-            block.gemm(scale, &mixing, &sources, 0.0);
-            if noise_sd > 0.0 {
-                for v in block.iter_mut() {
-                    *v += noise_sd * rng.sample::<f64, _>(StandardNormal);
-                }
-            }
-            subject_index += 1;
-        }
-        let mut site = SiteData::new(x, vec![len; m_s])?;
-        // The data are already at the intended scale; normalise demeans and clips.
-        let report = normalise_site(&mut site, 1.0);
+        let (site, report) = generate_subjects(config, &mixing, seed, first_subject, m_s)?;
         clipped += report.clipped;
         samples += report.samples;
+        first_subject += m_s;
         sites.push(site);
     }
     Ok(SyntheticStudy {
@@ -198,6 +175,62 @@ pub fn generate(config: &SyntheticConfig, seed: u64) -> Result<SyntheticStudy, F
         sites,
         clipped_fraction: clipped as f64 / samples as f64,
     })
+}
+
+/// The true maps A (D×R) of a study with data seed `seed`: the public part that every site of a
+/// study shares, from the stream `fmri/maps`.
+pub fn maps(config: &SyntheticConfig, seed: u64) -> DMatrix<f64> {
+    blob_maps(&mut derive(seed, "fmri/maps"), config.grid, config.components, config.layout)
+}
+
+/// One site's data: `count` subjects mixed by `mixing`, subject m's sources from the stream
+/// `fmri/subject/{first_subject + m}` of `sources_seed`, then demeaned and clipped.
+///
+/// [`generate`] calls it with the study's seed for every site. A browser site tab calls it with
+/// its own private seed and the public maps, so its subjects are its own while the networks are
+/// shared (`config.subjects_per_site` is not used here).
+pub fn generate_subjects(
+    config: &SyntheticConfig,
+    mixing: &DMatrix<f64>,
+    sources_seed: u64,
+    first_subject: usize,
+    count: usize,
+) -> Result<(SiteData, NormaliseReport), FmriError> {
+    config.validate()?;
+    let (d, r, len) = (config.voxels(), config.components, config.timepoints);
+    if mixing.shape() != (d, r) {
+        return Err(FmriError::Config(format!(
+            "the maps are {}×{}, the configuration needs D×R = {d}×{r}",
+            mixing.nrows(),
+            mixing.ncols()
+        )));
+    }
+    if count == 0 {
+        return Err(FmriError::Config("a site needs at least one subject".into()));
+    }
+    let scale = config.signal_rms / (r as f64).sqrt();
+    // A voxel's typical signal is signal_rms/√D; `noise` is relative to it.
+    let noise_sd = config.noise * config.signal_rms / (d as f64).sqrt();
+    let mut x = DMatrix::zeros(d, count * len);
+    let mut sources = DMatrix::zeros(r, len);
+    for m in 0..count {
+        let mut rng = derive(sources_seed, &format!("fmri/subject/{}", first_subject + m));
+        for k in 0..r {
+            let series = garch_series(&mut rng, len, config.garch, config.innovations);
+            sources.row_mut(k).copy_from_slice(&series);
+        }
+        let mut block = x.columns_mut(m * len, len);
+        block.gemm(scale, mixing, &sources, 0.0);
+        if noise_sd > 0.0 {
+            for v in block.iter_mut() {
+                *v += noise_sd * rng.sample::<f64, _>(StandardNormal);
+            }
+        }
+    }
+    let mut site = SiteData::new(x, vec![len; count])?;
+    // The data are already at the intended scale; normalise demeans and clips.
+    let report = normalise_site(&mut site, 1.0);
+    Ok((site, report))
 }
 
 #[cfg(test)]

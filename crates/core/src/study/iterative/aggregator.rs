@@ -103,8 +103,11 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
         let mut id = [0u8; 16];
         rng.fill_bytes(&mut id);
         let study = StudyId(id);
-        let body =
-            IterBody::<U::Task, U::State>::Start { params: params.clone(), task: step.task() };
+        let body = IterBody::<U::Task, U::State>::Start {
+            computation: U::NAME.into(),
+            params: params.clone(),
+            task: step.task(),
+        };
         let start = Outgoing {
             to: To::All,
             kind: kind::START,

@@ -37,6 +37,9 @@ pub struct IterMessage<T, S> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum IterBody<T, S> {
     Start {
+        /// Which computation ([`super::SiteStep::NAME`]); first, so [`peek_start`] can read it
+        /// without knowing the task's type.
+        computation: String,
         params: IterativeParams,
         task: T,
     },
@@ -87,6 +90,27 @@ impl<T: Serialize + for<'de> Deserialize<'de>, S: Serialize + for<'de> Deseriali
     pub fn decode(bytes: &[u8]) -> Result<Self, codec::DecodeError> {
         codec::decode("iter", bytes)
     }
+}
+
+/// The study and the computation an `iter/start` payload asks for, read without knowing the
+/// task's type: a tab that can run several computations picks the role to decode it with.
+/// Any other body (or bytes that are not an [`IterMessage`]) is an error.
+pub fn peek_start(payload: &[u8]) -> Result<(StudyId, String), codec::DecodeError> {
+    // The same serde layout as IterMessage's first fields: study id, variant 0 (Start), the
+    // computation's name. The rest (params, task) is left unread.
+    #[derive(Deserialize)]
+    struct Head {
+        study: StudyId,
+        body: HeadBody,
+    }
+    #[derive(Deserialize)]
+    enum HeadBody {
+        Start { computation: String },
+    }
+    let (head, _rest) = postcard::take_from_bytes::<Head>(payload)
+        .map_err(|e| codec::DecodeError { what: "iter/start", reason: e.to_string() })?;
+    let HeadBody::Start { computation } = head.body;
+    Ok((head.study, computation))
 }
 
 /// The `secagg/…` kind of wrapped SecureAgg bytes.

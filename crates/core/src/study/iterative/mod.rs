@@ -2,8 +2,9 @@
 Iterative studies: J iterations in which the dashboard (aggregator) broadcasts a public state,
 every site computes a local statistic on its private data and releases it with noise, and the
 aggregator averages the releases and updates the state (spec cape-fm §5 for CAPE gradient descent,
-spec cape-secagg-pca-djica §5 for capeDJICA's loop). The first instance is the network of
-[`crate::nn`] ([`nn`]). Both roles are sans-IO [`Machine`](crate::driver::Machine)s generic over
+spec cape-secagg-pca-djica §5 for capeDJICA's loop). Instances: the network of [`crate::nn`]
+([`nn`]), capePCA as a study of one iteration ([`pca`]) and capeDJICA ([`djica`]); each names
+itself in `iter/start` ([`SiteStep::NAME`], read by [`peek_start`]). Both roles are sans-IO [`Machine`](crate::driver::Machine)s generic over
 what is computed ([`SiteStep`], [`AggregatorStep`]).
 
 # The protocol
@@ -51,18 +52,20 @@ releases); a site therefore pays only for the iterations it released. If the led
 */
 
 pub mod aggregator;
+pub mod djica;
 pub mod error;
 pub mod messages;
 pub mod nn;
 pub mod outcome;
 pub mod params;
+pub mod pca;
 pub mod sim;
 pub mod site;
 pub mod step;
 
 pub use aggregator::{IterAggregatorPhase, IterativeAggregator};
 pub use error::IterativeError;
-pub use messages::{IterBody, IterMessage, kind};
+pub use messages::{IterBody, IterMessage, kind, peek_start};
 pub use outcome::{IterationRecord, IterativeOutcome, IterativePrivacy, SiteDecline, StopReason};
 pub use params::{IterativeConfigError, IterativeParams, NoiseMode};
 pub use site::{IterSitePhase, IterativeSite, SiteIteration, SiteSettings, ledger_study_name};

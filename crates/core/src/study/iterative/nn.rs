@@ -70,6 +70,7 @@ impl NnSite {
 }
 
 impl SiteStep for NnSite {
+    const NAME: &'static str = "nn";
     type Task = NnTask;
     /// θ: the network's flat parameters ([`Network::params`]).
     type State = Vec<f64>;
@@ -162,6 +163,7 @@ impl NnAggregator {
 }
 
 impl AggregatorStep for NnAggregator {
+    const NAME: &'static str = "nn";
     type Task = NnTask;
     type State = Vec<f64>;
     type Report = NnIterationReport;

@@ -236,7 +236,16 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             };
         }
         match msg.body {
-            IterBody::Start { params, task } => self.on_start(now_ms, msg.study, params, task),
+            IterBody::Start { computation, params, task } => {
+                if computation != C::NAME {
+                    self.study = Some(msg.study);
+                    return Ok(self.decline(format!(
+                        "this site computes {}, the study asks for {computation}",
+                        C::NAME
+                    )));
+                }
+                self.on_start(now_ms, msg.study, params, task)
+            }
             IterBody::SecAgg(message) => self.on_secagg(now_ms, &message),
             IterBody::State { iteration, state } => self.on_state(now_ms, iteration, state),
             IterBody::End { state, reason, .. } if !matches!(self.state, State::AwaitingStart) => {

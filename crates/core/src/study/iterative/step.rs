@@ -24,6 +24,12 @@ pub struct StepShape {
 
 /// The site side of one iterative computation.
 pub trait SiteStep {
+    /// The computation's name, announced in `iter/start` ([`IterBody::Start`]): a tab checks it
+    /// before it decodes the task, and the site role declines a study of another computation.
+    ///
+    /// [`IterBody::Start`]: super::IterBody::Start
+    const NAME: &'static str;
+
     /// The public description of the computation (e.g. the network's shape and the clipping
     /// norm), sent with `iter/start`.
     type Task: Serialize + DeserializeOwned + Clone + std::fmt::Debug + PartialEq;
@@ -52,6 +58,9 @@ pub enum Update<S> {
 
 /// The aggregator side of one iterative computation.
 pub trait AggregatorStep {
+    /// The name announced in `iter/start`; equal to the matching [`SiteStep::NAME`].
+    const NAME: &'static str;
+
     type Task: Serialize + DeserializeOwned + Clone + std::fmt::Debug + PartialEq;
     type State: Serialize + DeserializeOwned + Clone + std::fmt::Debug + PartialEq;
     /// What the dashboard shows per iteration (e.g. loss and accuracy on held-out data).
