@@ -28,8 +28,13 @@ mod session;
 mod study_driver;
 mod study_view;
 mod transport;
+mod worker;
 
 fn main() {
+    // The same module runs in a site's Web Worker (worker/), where there is no page to mount.
+    if web_sys::window().is_none() {
+        return;
+    }
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(app::App);
 }

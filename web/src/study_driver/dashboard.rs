@@ -31,6 +31,8 @@ use gloo::timers::callback::Timeout;
 use leptos::prelude::*;
 
 use super::form::{FormError, MeanForm, NnForm};
+use super::ica_form::IcaForm;
+use super::ica_run::{IcaLive, IcaRun};
 use super::nn_run::{NnFinished, NnLive, NnRun};
 use super::step_gate::{PausableClock, Step, StepGate};
 use super::wall_ms;
@@ -93,12 +95,16 @@ pub struct DashboardView {
     pub nn_live: RwSignal<Option<NnLive>>,
     /// Every finished NN study, oldest first.
     pub nn_rounds: RwSignal<Vec<NnFinished>>,
+    /// The running Joint ICA study, or the last one (its `finished` says which).
+    pub ica: RwSignal<Option<IcaLive>>,
 }
 
 impl DashboardView {
     /// Whether any study is running (the picker is locked then).
     pub fn busy(&self) -> bool {
-        self.live.with(Option::is_some) || self.nn_live.with(Option::is_some)
+        self.live.with(Option::is_some)
+            || self.nn_live.with(Option::is_some)
+            || self.ica.with(|i| i.as_ref().is_some_and(|i| !i.finished))
     }
 }
 
@@ -118,6 +124,9 @@ struct Inner {
     /// At most one of `run` and `nn` is running.
     nn: Option<NnRun>,
     nn_rounds: Vec<NnFinished>,
+    /// The Joint ICA study: at most one study of any kind runs.
+    ica: Option<IcaRun>,
+    ica_count: usize,
     reports: BTreeMap<ParticipantId, LedgerReport>,
     timer: Option<Timeout>,
 }
@@ -184,6 +193,7 @@ impl DashboardStudy {
             start_error: RwSignal::new(None),
             nn_live: RwSignal::new(None),
             nn_rounds: RwSignal::new(Vec::new()),
+            ica: RwSignal::new(None),
         };
         let inner = Rc::new(RefCell::new(Inner {
             room,
@@ -192,6 +202,8 @@ impl DashboardStudy {
             rounds: Vec::new(),
             nn: None,
             nn_rounds: Vec::new(),
+            ica: None,
+            ica_count: 0,
             reports: BTreeMap::new(),
             timer: None,
         }));
@@ -220,7 +232,7 @@ impl DashboardStudy {
     ) -> Result<(), String> {
         let inner = self.inner().ok_or("the dashboard is closing")?;
         let mut inner = inner.borrow_mut();
-        if inner.run.is_some() || inner.nn.is_some() {
+        if inner.busy() {
             return Err("A study is running: wait for it to end or stop it.".into());
         }
         let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
@@ -262,7 +274,7 @@ impl DashboardStudy {
     ) -> Result<(), String> {
         let inner = self.inner().ok_or("the dashboard is closing")?;
         let mut inner = inner.borrow_mut();
-        if inner.run.is_some() || inner.nn.is_some() {
+        if inner.busy() {
             return Err("A study is running: wait for it to end or stop it.".into());
         }
         let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
@@ -271,6 +283,32 @@ impl DashboardStudy {
         let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
         let number = inner.nn_rounds.len() + 1;
         inner.nn = Some(NnRun::start(number, form, transport, names, wall_ms())?);
+        Ok(())
+    }
+
+    /// Starts a Joint ICA study (capePCA, then capeDJICA) among the present sites.
+    pub fn start_ica(&self, read: impl FnOnce(Vec<ParticipantId>) -> Result<IcaForm, FormError>) {
+        let result = self.try_start_ica(read);
+        self.view.start_error.set(result.err());
+        self.settle();
+    }
+
+    fn try_start_ica(
+        &self,
+        read: impl FnOnce(Vec<ParticipantId>) -> Result<IcaForm, FormError>,
+    ) -> Result<(), String> {
+        let inner = self.inner().ok_or("the dashboard is closing")?;
+        let mut inner = inner.borrow_mut();
+        if inner.busy() {
+            return Err("A study is running: wait for it to end or stop it.".into());
+        }
+        let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
+        let (sites, names) = present_sites(&inner.room);
+        let form = read(sites).map_err(|e| e.to_string())?;
+        let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+        inner.ica_count += 1;
+        let number = inner.ica_count;
+        inner.ica = Some(IcaRun::start(number, form, transport, names, wall_ms())?);
         Ok(())
     }
 
@@ -316,6 +354,9 @@ impl DashboardStudy {
                 let out = nn.driver.machine.stop(now, "the teacher stopped it");
                 nn.driver.send(now, out);
             }
+            if let Some(ica) = inner.ica.as_mut() {
+                ica.stop(wall_ms(), "the teacher stopped it");
+            }
             if let Some(run) = inner.run.as_mut() {
                 let now = run.now();
                 let out = run.driver.machine.stop(now, "the teacher stopped it");
@@ -360,6 +401,9 @@ impl DashboardStudy {
             if let Some(nn) = inner.nn.as_mut() {
                 log.borrow_mut().note_received(wall_ms(), event);
                 nn.driver.feed(wall_ms(), event.clone());
+            } else if let Some(ica) = inner.ica.as_mut().filter(|i| !i.is_over()) {
+                log.borrow_mut().note_received(wall_ms(), event);
+                ica.feed(wall_ms(), event);
             } else {
                 let Some(run) = inner.run.as_mut() else { return };
                 log.borrow_mut().note_received(wall_ms(), event);
@@ -378,6 +422,9 @@ impl DashboardStudy {
             if let Some(nn) = inner.nn.as_mut() {
                 nn.driver.fire_timeout(wall_ms());
             }
+            if let Some(ica) = inner.ica.as_mut() {
+                ica.fire_timeout(wall_ms());
+            }
             if let Some(run) = inner.run.as_mut() {
                 let now = run.now();
                 run.driver.fire_timeout(now);
@@ -389,7 +436,7 @@ impl DashboardStudy {
     /// After any input: finish, pause or resume the clock, re-arm the timer, publish.
     fn settle(&self) {
         let Some(inner) = self.inner() else { return };
-        let (live, rounds, nn_live, nn_rounds, lines, total) = {
+        let (live, rounds, nn_live, nn_rounds, ica, lines, total) = {
             let mut guard = inner.borrow_mut();
             let inner = &mut *guard;
             let finished = inner.run.as_ref().and_then(|run| {
@@ -416,6 +463,10 @@ impl DashboardStudy {
                 let deadline = nn.driver.machine.poll_timeout()?;
                 Some(u32::try_from(deadline.saturating_sub(wall_ms())).unwrap_or(u32::MAX))
             });
+            let ica_wait = inner.ica.as_ref().and_then(|ica| {
+                let deadline = ica.poll_timeout()?;
+                Some(u32::try_from(deadline.saturating_sub(wall_ms())).unwrap_or(u32::MAX))
+            });
             let wait = inner.run.as_mut().and_then(|run| {
                 let wall = wall_ms();
                 run.clock.set_paused(run.gate.borrow().is_holding(), wall);
@@ -425,11 +476,13 @@ impl DashboardStudy {
                     u32::try_from(deadline.saturating_sub(run.clock.now(wall))).unwrap_or(u32::MAX),
                 )
             });
-            inner.timer = wait.or(nn_wait).map(|ms| Timeout::new(ms, move || this.on_timer()));
+            inner.timer =
+                wait.or(nn_wait).or(ica_wait).map(|ms| Timeout::new(ms, move || this.on_timer()));
             let live = inner.run.as_ref().map(Run::live);
             let nn_live = inner.nn.as_ref().map(NnRun::live);
+            let ica = inner.ica.as_mut().map(IcaRun::live);
             let log = inner.log.borrow();
-            (live, rounds, nn_live, nn_rounds, log.lines(), log.total())
+            (live, rounds, nn_live, nn_rounds, ica, log.lines(), log.total())
         };
         self.view.live.set(live);
         if let Some(rounds) = rounds {
@@ -439,8 +492,18 @@ impl DashboardStudy {
         if let Some(rounds) = nn_rounds {
             self.view.nn_rounds.set(rounds);
         }
+        if ica.is_some() {
+            self.view.ica.set(ica);
+        }
         self.view.wire.set(lines);
         self.view.wire_total.set(total);
+    }
+}
+
+impl Inner {
+    /// Whether a study of any kind is running.
+    fn busy(&self) -> bool {
+        self.run.is_some() || self.nn.is_some() || self.ica.as_ref().is_some_and(|i| !i.is_over())
     }
 }
 

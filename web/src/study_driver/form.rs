@@ -61,6 +61,8 @@ pub enum FormError {
     Iterative(#[from] IterativeConfigError),
     #[error("{field}: {value} must be positive and finite")]
     NotPositive { field: &'static str, value: f64 },
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// The threshold the core picks when the field is empty: ⌊2S/3⌋ + 1.
@@ -211,7 +213,7 @@ impl NnFields {
     }
 }
 
-fn positive(field: &'static str, value: f64) -> Result<f64, FormError> {
+pub(super) fn positive(field: &'static str, value: f64) -> Result<f64, FormError> {
     if value.is_finite() && value > 0.0 {
         Ok(value)
     } else {
@@ -219,13 +221,13 @@ fn positive(field: &'static str, value: f64) -> Result<f64, FormError> {
     }
 }
 
-fn real(field: &'static str, text: &str) -> Result<f64, FormError> {
+pub(super) fn real(field: &'static str, text: &str) -> Result<f64, FormError> {
     text.trim()
         .parse::<f64>()
         .map_err(|_| FormError::NotANumber { field, value: text.trim().to_owned() })
 }
 
-fn count(field: &'static str, text: &str) -> Result<usize, FormError> {
+pub(super) fn count(field: &'static str, text: &str) -> Result<usize, FormError> {
     match text.trim().parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(FormError::NotACount { field, value: text.trim().to_owned() }),

@@ -6,6 +6,8 @@ The protocol drivers: the one place where transport events meet the private-mean
 - [`site`]: a site tab runs a `MeanSite` per study, with its ledger and its local data.
 - [`wire`]: the transport the roles send through, and the log of what the relay saw.
 - [`form`]: the dashboard's study forms, checked by the core before anything is sent.
+- [`ica_form`], [`ica_run`]: the Joint ICA study (capePCA, then capeDJICA) on the dashboard; each
+  site's part runs in its Web Worker ([`crate::worker`]).
 - [`nn_run`]: the NN study (CAPE gradient descent): the core's `IterativeAggregator` on the
   dashboard; [`dashboard`] and [`site`] route its messages (one study at a time per tab).
 
@@ -14,6 +16,8 @@ Components render these drivers' signals and call their methods; they never run 
 
 pub mod dashboard;
 pub mod form;
+pub mod ica_form;
+pub mod ica_run;
 pub mod nn_run;
 pub mod site;
 pub mod step_gate;

@@ -27,7 +27,8 @@ use capelab_core::secagg::SitePhase as SecAggPhase;
 use capelab_core::study::StudyId;
 use capelab_core::study::iterative::nn::{NnSite, NnTask};
 use capelab_core::study::iterative::{
-    IterBody, IterMessage, IterSitePhase, IterativeSite, SiteSettings, kind as iter_kind,
+    IterBody, IterMessage, IterSitePhase, IterativeSite, SiteSettings, SiteStep, kind as iter_kind,
+    peek_start,
 };
 use capelab_core::study::mean::{
     MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome, SitePhase, StudyParams,
@@ -44,6 +45,9 @@ use crate::ledger_store;
 use crate::local_data::{DataSource, fresh_seed};
 use crate::roster::display_name;
 use crate::session::RoomState;
+use crate::worker::host::WorkerHost;
+use crate::worker::protocol::{FromWorker, OwnData, ToWorker};
+use crate::worker::view::IcaSiteView;
 
 type SharedLedger = Rc<RefCell<Ledger>>;
 
@@ -121,6 +125,10 @@ pub struct SiteView {
     pub ledger_error: RwSignal<Option<String>>,
     pub study: RwSignal<Option<SiteStudyView>>,
     pub nn: RwSignal<Option<NnSiteView>>,
+    /// The site's part in a Joint ICA study, as its worker reports it.
+    pub ica: RwSignal<Option<IcaSiteView>>,
+    /// A data matrix loaded for Joint ICA studies (instead of generated subjects).
+    pub ica_file: RwSignal<Option<OwnData>>,
     /// Where this site's values come from; the Local data panel edits it.
     pub data: RwSignal<DataSource>,
 }
@@ -139,8 +147,12 @@ struct Inner {
     ledger: Option<SharedLedger>,
     ledger_note: Option<String>,
     run: Option<Driver<StudyTransport, MeanSite<SharedLedger>>>,
-    /// The NN study's role; at most one of `run` and `nn` exists (`secagg/…` goes to it).
+    /// The NN study's role; at most one of `run`, `nn` and an active `ica` exists (`secagg/…`
+    /// goes to it).
     nn: Option<NnDriver>,
+    /// The Joint ICA worker (kept between its capePCA and capeDJICA steps: it holds the data).
+    ica: Option<WorkerHost>,
+    ica_active: bool,
     /// Ledger entries of the running study already saved and reported.
     saved: usize,
     log: Rc<RefCell<WireLog>>,
@@ -154,6 +166,8 @@ impl SiteStudy {
             ledger_error: RwSignal::new(None),
             study: RwSignal::new(None),
             nn: RwSignal::new(None),
+            ica: RwSignal::new(None),
+            ica_file: RwSignal::new(None),
             data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
         };
         let inner = Rc::new(RefCell::new(Inner {
@@ -163,6 +177,8 @@ impl SiteStudy {
             ledger_note: None,
             run: None,
             nn: None,
+            ica: None,
+            ica_active: false,
             saved: 0,
             log: Rc::new(RefCell::new(WireLog::default())),
         }));
@@ -192,7 +208,13 @@ impl SiteStudy {
                 self.on_start(*from, payload, event);
             }
             TransportEvent::Message { from, kind: k, payload } if k == iter_kind::START => {
-                self.on_nn_start(*from, payload, event);
+                match peek_start(payload).map(|(_, computation)| computation) {
+                    Ok(c) if c == NnSite::NAME => self.on_nn_start(*from, payload, event),
+                    Ok(c) => self.on_ica_start(*from, c, payload),
+                    Err(e) => web_sys::console::warn_1(
+                        &format!("capelab: unreadable study start from {from}: {e}").into(),
+                    ),
+                }
             }
             TransportEvent::Message { kind: k, .. } if is_study_kind(k) => self.feed(event),
             TransportEvent::PeerLeft(_) => self.feed(event),
@@ -253,6 +275,7 @@ impl SiteStudy {
                 let rows = self.view.data.get_untracked().rows_for_study(&params);
                 let site = MeanSite::new(me.id, from, rows, ledger, os_rng());
                 inner.nn = None;
+                inner.ica_active = false;
                 let transport =
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                 inner.run = Some(Driver::new(transport, site));
@@ -306,6 +329,7 @@ impl SiteStudy {
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                 inner.nn = Some(Driver::new(transport, site));
                 inner.run = None;
+                inner.ica_active = false;
                 inner.saved = 0;
             }
         }
@@ -314,6 +338,9 @@ impl SiteStudy {
 
     fn feed(&self, event: &TransportEvent) {
         let Some(inner) = self.inner() else { return };
+        if self.feed_ica(&inner, event) {
+            return;
+        }
         let recorded = {
             let mut inner = inner.borrow_mut();
             let spent = if let Some(driver) = inner.nn.as_mut() {
@@ -332,6 +359,97 @@ impl SiteStudy {
             self.ledger_changed();
         }
         self.publish_study();
+    }
+
+    /// A dashboard opened a capePCA or capeDJICA step: its worker gets the start (and the
+    /// ledger, the seed, the loaded file) and answers through [`Self::on_worker`].
+    fn on_ica_start(&self, from: ParticipantId, computation: String, payload: &[u8]) {
+        let Some(inner) = self.inner() else { return };
+        let from_dashboard = inner.borrow().room.roster.with_untracked(|r| {
+            r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
+        });
+        if !from_dashboard {
+            web_sys::console::warn_1(
+                &format!("capelab: ignored a study start from participant {from}").into(),
+            );
+            return;
+        }
+        let mut guard = inner.borrow_mut();
+        let (Some(me), Some(ledger)) = (guard.me.clone(), guard.ledger.clone()) else { return };
+        if guard.ica.is_none() {
+            let this = *self;
+            match WorkerHost::spawn(move |message| this.on_worker(message)) {
+                Ok(host) => guard.ica = Some(host),
+                Err(e) => {
+                    web_sys::console::error_1(&format!("capelab: no worker: {e}").into());
+                    return;
+                }
+            }
+        }
+        guard.run = None;
+        guard.nn = None;
+        guard.ica_active = true;
+        let seed = match self.view.data.get_untracked() {
+            DataSource::Seeded { seed } => seed,
+            DataSource::Table { .. } => fresh_seed(),
+        };
+        let start = ToWorker::Start {
+            me: me.id,
+            dashboard: from,
+            computation,
+            payload: payload.to_vec(),
+            ledger_json: ledger.borrow().to_json(),
+            seed,
+            allow_nonprivate: false,
+            own_data: self.view.ica_file.get_untracked(),
+        };
+        if let Some(host) = guard.ica.as_ref() {
+            host.post(&start);
+        }
+    }
+
+    /// Study traffic for the Joint ICA worker, if it is the running role.
+    fn feed_ica(&self, inner: &Rc<RefCell<Inner>>, event: &TransportEvent) -> bool {
+        let inner = inner.borrow();
+        let (true, Some(host)) = (inner.ica_active, inner.ica.as_ref()) else { return false };
+        match event {
+            TransportEvent::Message { from, payload, .. } => {
+                host.post(&ToWorker::Message { from: *from, payload: payload.clone() });
+            }
+            TransportEvent::PeerLeft(who) => host.post(&ToWorker::Departure { who: who.id }),
+            _ => {}
+        }
+        true
+    }
+
+    /// What the worker answered: envelopes to send, the ledger to keep, the panel's view.
+    fn on_worker(&self, message: FromWorker) {
+        let Some(inner) = self.inner() else { return };
+        match message {
+            FromWorker::Send { to, kind, payload } => {
+                let inner = inner.borrow();
+                let Some(ws) = inner.room.transport() else { return };
+                let mut transport =
+                    StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+                if let Err(e) = transport.send(to, &kind, &payload) {
+                    web_sys::console::warn_1(&format!("capelab: {kind} not sent: {e}").into());
+                }
+            }
+            FromWorker::Ledger { json } => {
+                let result = self.with_ledger(|l| l.load_json(&json).map_err(|e| e.to_string()));
+                match result {
+                    Ok(()) => self.ledger_changed(),
+                    Err(e) => web_sys::console::error_1(
+                        &format!("capelab: the worker's ledger was not kept: {e}").into(),
+                    ),
+                }
+            }
+            FromWorker::View(view) => self.view.ica.set(Some(*view)),
+            FromWorker::Refused(reason) => {
+                web_sys::console::warn_1(&format!("capelab worker: {reason}").into());
+            }
+            FromWorker::Ready => {}
+        }
     }
 
     /// Sets the site's budget (ε at δ); refused below what is already spent.

@@ -118,6 +118,7 @@ pub fn send_noted(
 }
 
 /// The transport a study role's driver owns. See the module docs.
+#[derive(Clone)]
 pub struct StudyTransport {
     pub ws: WsTransport,
     pub gate: Option<Rc<RefCell<StepGate>>>,

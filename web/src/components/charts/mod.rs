@@ -10,12 +10,13 @@ this whole app.
 
 - [`scale`]: linear and log axes, ticks, number formats.
 - [`svg`]: the frame, legend, notes, palette.
-- [`line`], [`forest`], [`bits`]: the three kinds of chart.
+- [`line`], [`forest`], [`bits`], [`heatmap`]: the kinds of chart.
 - [`Chart`]: shows one chart with its SVG and PNG download buttons.
 */
 
 pub mod bits;
 pub mod forest;
+pub mod heatmap;
 pub mod line;
 pub mod scale;
 pub mod svg;

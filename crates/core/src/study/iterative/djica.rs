@@ -135,6 +135,11 @@ impl DjicaStudySite {
         &self.data
     }
 
+    /// R, once prepared (0 before).
+    pub fn components(&self) -> usize {
+        self.task.as_ref().map_or(0, |t| t.components)
+    }
+
     /// How many samples the clip scaled down in the last iteration (kept at the site).
     pub fn last_clipped(&self) -> usize {
         self.last_clipped

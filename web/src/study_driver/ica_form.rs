@@ -1,0 +1,222 @@
+/*!
+The Joint ICA study's form: the public synthetic data set every site generates its own subjects
+of, capePCA's and capeDJICA's privacy, and the loop's length. Checked here and by the core
+before anything is sent.
+
+The defaults are the classroom demo: 20×20 maps of R = 8 networks, 8 subjects of 250 time points
+per site, time-point level, capePCA at ε_p = 2, capeDJICA at ε_i = 0.2 for J = 200. With four
+sites the maps emerge (`cape djica` with the same settings: q_NGI 0.021, overall ε 8.5 in the
+full view); lowering ε_i to 0.1 or 0.05 makes them fade (q 0.20, 0.37). Subject level (the
+paper's unit) is one click away and says what it costs: at this size its maps do not emerge at
+any ε a study would accept (spec §9).
+*/
+
+use capelab_core::djica::{ClipBounds, GaussianLevel, Precision, PrivacyUnit};
+use capelab_core::pca::{CovarianceSensitivity, Whitening};
+use capelab_core::study::iterative::djica::{DjicaSchedule, DjicaTask, noise_for};
+use capelab_core::study::iterative::pca::{PcaTask, PublicSynthetic, SyntheticPreset};
+use capelab_core::study::iterative::{IterativeParams, NoiseMode};
+use capelab_core::wire::ParticipantId;
+
+use super::form::{FormError, count, positive, real};
+
+/// The form's fields as typed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IcaFields {
+    pub grid: String,
+    pub components: String,
+    pub subjects_per_site: String,
+    pub timepoints: String,
+    pub preset: SyntheticPreset,
+    pub unit: PrivacyUnit,
+    pub epsilon_pca: String,
+    pub epsilon_iteration: String,
+    pub delta: String,
+    pub iterations: String,
+    pub clip: String,
+    pub mode: NoiseMode,
+    pub maps_seed: String,
+}
+
+impl Default for IcaFields {
+    fn default() -> Self {
+        IcaFields {
+            grid: "20".into(),
+            components: "8".into(),
+            subjects_per_site: "8".into(),
+            timepoints: "250".into(),
+            preset: SyntheticPreset::WellConditioned,
+            unit: PrivacyUnit::TimePoint,
+            epsilon_pca: "2".into(),
+            epsilon_iteration: "0.2".into(),
+            delta: "1e-2".into(),
+            iterations: "200".into(),
+            clip: "30".into(),
+            mode: NoiseMode::Upfront,
+            maps_seed: "1".into(),
+        }
+    }
+}
+
+/// The checked form: what both steps announce.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IcaForm {
+    pub synthetic: PublicSynthetic,
+    pub sites: Vec<ParticipantId>,
+    pub unit: PrivacyUnit,
+    pub mode: NoiseMode,
+    /// (ε_p, δ) of capePCA's one release.
+    pub pca_level: GaussianLevel,
+    /// (ε_i, δ) of each of capeDJICA's two releases per iteration (the paper's ε_i).
+    pub level: GaussianLevel,
+    pub max_iterations: u32,
+    pub bounds: ClipBounds,
+    pub pca_params: IterativeParams,
+    pub pca_task: PcaTask,
+}
+
+impl IcaFields {
+    pub fn read(&self, sites: Vec<ParticipantId>) -> Result<IcaForm, FormError> {
+        if sites.len() < 2 {
+            return Err(FormError::TooFewSites { present: sites.len() });
+        }
+        let seed = self.maps_seed.trim();
+        let maps_seed = seed
+            .parse::<u64>()
+            .map_err(|_| FormError::NotACount { field: "maps seed", value: seed.to_owned() })?;
+        let synthetic = PublicSynthetic {
+            preset: self.preset,
+            grid: count("grid G", &self.grid)?,
+            components: count("components R", &self.components)?,
+            timepoints: count("time points per subject", &self.timepoints)?,
+            subjects_per_site: count("subjects per site", &self.subjects_per_site)?,
+            maps_seed,
+        };
+        synthetic.validate().map_err(|e| FormError::Invalid(e.to_string()))?;
+        let delta = real("δ", &self.delta)?;
+        let pca_level =
+            GaussianLevel { epsilon: positive("ε_p", real("ε_p", &self.epsilon_pca)?)?, delta };
+        let level = GaussianLevel {
+            epsilon: positive("ε_i", real("ε_i", &self.epsilon_iteration)?)?,
+            delta,
+        };
+        let iterations = count("iterations J", &self.iterations)?;
+        let max_iterations = u32::try_from(iterations).unwrap_or(u32::MAX);
+        let clip = positive("B_G", real("B_G", &self.clip)?)?;
+        let bounds = ClipBounds { gradient: clip, bias: clip.sqrt() };
+        let pca_task = PcaTask {
+            voxels: synthetic.voxels(),
+            components: synthetic.components,
+            sensitivity: CovarianceSensitivity { unit: self.unit, rigorous: false },
+            whitening: Whitening::Runica,
+            synthetic: Some(synthetic.clone()),
+        };
+        let (samples, longest) = public_shape(&synthetic);
+        let z_pca = pca_level.multiplier().map_err(|e| FormError::Invalid(format!("ε_p: {e}")))?;
+        let pca_params = IterativeParams::new(
+            sites.clone(),
+            self.mode,
+            1,
+            pca_task.statistic_len(),
+            pca_task.sensitivity.delta(samples, longest),
+            z_pca,
+            delta,
+        )?;
+        // capeDJICA's parameters are checked now too, with a stand-in projection.
+        let form = IcaForm {
+            synthetic,
+            sites,
+            unit: self.unit,
+            mode: self.mode,
+            pca_level,
+            level,
+            max_iterations,
+            bounds,
+            pca_params,
+            pca_task,
+        };
+        form.djica_params(
+            &form.sites,
+            form.djica_task(vec![0.0; form.synthetic.components * form.synthetic.voxels()]),
+        )?;
+        Ok(form)
+    }
+}
+
+/// N_s and the longest subject of every site generating the public data set.
+fn public_shape(synthetic: &PublicSynthetic) -> (usize, usize) {
+    (synthetic.subjects_per_site * synthetic.timepoints, synthetic.timepoints)
+}
+
+impl IcaForm {
+    /// capeDJICA's task once capePCA released K.
+    pub fn djica_task(&self, projection: Vec<f64>) -> DjicaTask {
+        DjicaTask {
+            voxels: self.synthetic.voxels(),
+            components: self.synthetic.components,
+            projection,
+            bounds: self.bounds,
+            unit: self.unit,
+            precision: Precision::F32,
+        }
+    }
+
+    /// capeDJICA's parameters among `sites` (those capePCA heard from).
+    pub fn djica_params(
+        &self,
+        sites: &[ParticipantId],
+        task: DjicaTask,
+    ) -> Result<(IterativeParams, DjicaTask), FormError> {
+        let (samples, longest) = public_shape(&self.synthetic);
+        let (sensitivity, z) = noise_for(&task, self.level, samples, longest)
+            .map_err(|e| FormError::Invalid(format!("ε_i: {e}")))?;
+        let params = IterativeParams::new(
+            sites.to_vec(),
+            self.mode,
+            self.max_iterations,
+            task.statistic_len(),
+            sensitivity,
+            z,
+            self.level.delta,
+        )?;
+        Ok((params, task))
+    }
+
+    pub fn schedule(&self) -> DjicaSchedule {
+        DjicaSchedule::for_private(self.mode.is_private())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_defaults_read_and_bad_fields_are_named() {
+        let form = IcaFields::default().read(vec![1, 2, 3, 4]).unwrap();
+        assert_eq!(form.pca_task.statistic_len(), 400 * 401 / 2);
+        // Time point level: Δ_C = 1/N_s with N_s = 8 × 250.
+        assert!((form.pca_params.sensitivity - 1.0 / 2000.0).abs() < 1e-15);
+        let (params, task) =
+            form.djica_params(&[1, 2, 3, 4], form.djica_task(vec![0.0; 8 * 400])).unwrap();
+        assert_eq!(params.statistic_len, 72);
+        // Δ = √2·2·B_G/N_s and z/√2: τ = z·2·B_G/N_s on every coordinate.
+        let z = GaussianLevel { epsilon: 0.2, delta: 1e-2 }.multiplier().unwrap();
+        assert!((params.local_sd() - z * 60.0 / 2000.0).abs() < 1e-12);
+        assert_eq!(task.components, 8);
+
+        let bad = |f: fn(&mut IcaFields)| {
+            let mut fields = IcaFields::default();
+            f(&mut fields);
+            fields.read(vec![1, 2, 3]).unwrap_err().to_string()
+        };
+        assert!(
+            bad(|f| f.grid = "40".into()).contains("1024"),
+            "{}",
+            bad(|f| f.grid = "40".into())
+        );
+        assert!(bad(|f| f.epsilon_iteration = "-1".into()).contains("ε_i"));
+        assert!(bad(|f| f.components = "x".into()).contains("components R"));
+        assert!(IcaFields::default().read(vec![1]).is_err());
+    }
+}

@@ -1,0 +1,342 @@
+/*!
+The site's Joint ICA work, as the worker runs it: the core's site roles for capePCA and capeDJICA
+(`IterativeSite` over `PcaSite` / `DjicaStudySite`), fed by the main thread's [`ToWorker`]
+messages and answering with [`FromWorker`] ones. Plain Rust, so it is tested natively; the
+worker's entry point ([`super::entry`]) only moves messages in and out.
+
+Data: a study that names a public synthetic data set ([`PublicSynthetic`]) makes this site
+generate its own subjects from the tab's seed (with the public maps); a loaded matrix file is used
+instead when the site has one. capeDJICA runs on the data capePCA used.
+*/
+
+use capelab_core::accountant::Ledger;
+use capelab_core::driver::Outgoing;
+use capelab_core::fmri::SiteData;
+use capelab_core::fmri::matrix_io::{parse_csv_bytes, parse_npy};
+use capelab_core::fmri::normalise::normalise_site;
+use capelab_core::rng::os_rng;
+use capelab_core::study::iterative::djica::{DjicaState, DjicaStudySite, DjicaTask};
+use capelab_core::study::iterative::pca::{PcaSite, PcaState, PcaTask, PublicSynthetic};
+use capelab_core::study::iterative::{
+    IterBody, IterMessage, IterativeSite, SiteSettings, SiteStep,
+};
+use capelab_core::wire::{ParticipantId, To};
+
+use super::protocol::{FromWorker, OwnData, ToWorker};
+use super::view::{DataSummary, IcaSiteView, NoisePoint, phase_text};
+
+enum Role {
+    Pca(IterativeSite<PcaSite, Ledger>),
+    Djica(IterativeSite<DjicaStudySite, Ledger>),
+}
+
+/// Where the data came from, so a second study on the same data does not regenerate it.
+#[derive(Clone, Debug, PartialEq)]
+enum DataKey {
+    Synthetic(PublicSynthetic, u64),
+    File(String, usize),
+}
+
+#[derive(Default)]
+pub struct Engine {
+    data: Option<(DataKey, SiteData, DataSummary)>,
+    role: Option<Role>,
+    computation: String,
+    /// Ledger entries of the running role already sent to the main thread.
+    saved: usize,
+    refusals: Vec<String>,
+}
+
+impl Engine {
+    pub fn handle(&mut self, message: ToWorker, now_ms: u64) -> Vec<FromWorker> {
+        let mut out = Vec::new();
+        match message {
+            ToWorker::Start {
+                me,
+                dashboard,
+                computation,
+                payload,
+                ledger_json,
+                seed,
+                allow_nonprivate,
+                own_data,
+            } => {
+                let settings = SiteSettings { allow_nonprivate };
+                match self.start(
+                    me,
+                    dashboard,
+                    &computation,
+                    &payload,
+                    &ledger_json,
+                    seed,
+                    own_data,
+                    settings,
+                ) {
+                    Ok(()) => {
+                        self.computation = computation;
+                        self.saved = 0;
+                        self.refusals.clear();
+                        self.feed(&mut out, |role| role.handle(now_ms, dashboard, &payload));
+                    }
+                    Err(reason) => {
+                        // Nothing of the data was used: the refusal is all that leaves.
+                        self.refusals.push(reason.clone());
+                        if let Some(decline) = decline(&computation, &payload, dashboard, reason) {
+                            out.push(decline);
+                        }
+                    }
+                }
+            }
+            ToWorker::Message { from, payload } => {
+                self.feed(&mut out, |role| role.handle(now_ms, from, &payload));
+            }
+            ToWorker::Departure { who } => {
+                self.feed(&mut out, |role| role.handle_departure(now_ms, who));
+            }
+        }
+        out.push(FromWorker::View(Box::new(self.view())));
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &mut self,
+        me: ParticipantId,
+        dashboard: ParticipantId,
+        computation: &str,
+        payload: &[u8],
+        ledger_json: &str,
+        seed: u64,
+        own_data: Option<OwnData>,
+        settings: SiteSettings,
+    ) -> Result<(), String> {
+        let ledger = Ledger::from_json(ledger_json).map_err(|e| format!("the ledger: {e}"))?;
+        let synthetic = if computation == PcaSite::NAME {
+            let message =
+                IterMessage::<PcaTask, PcaState>::decode(payload).map_err(|e| e.to_string())?;
+            match message.body {
+                IterBody::Start { task, .. } => task.synthetic,
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let data = self.data_for(synthetic, seed, own_data)?;
+        self.role = Some(match computation {
+            c if c == PcaSite::NAME => Role::Pca(IterativeSite::new(
+                me,
+                dashboard,
+                PcaSite::new(data),
+                ledger,
+                os_rng(),
+                settings,
+            )),
+            c if c == DjicaStudySite::NAME => Role::Djica(IterativeSite::new(
+                me,
+                dashboard,
+                DjicaStudySite::new(data),
+                ledger,
+                os_rng(),
+                settings,
+            )),
+            other => return Err(format!("this tab cannot compute {other}")),
+        });
+        Ok(())
+    }
+
+    /// The data for a new study: the loaded file, else the synthetic set the study names, else
+    /// what the previous step (capePCA) used.
+    fn data_for(
+        &mut self,
+        synthetic: Option<PublicSynthetic>,
+        seed: u64,
+        own: Option<OwnData>,
+    ) -> Result<SiteData, String> {
+        let key = match (&own, synthetic) {
+            (Some(file), _) => DataKey::File(file.name.clone(), file.timepoints),
+            (None, Some(public)) => DataKey::Synthetic(public, seed),
+            (None, None) => match &self.data {
+                Some((key, ..)) => key.clone(),
+                None => {
+                    return Err("this tab has no data for the study: it missed capePCA, where \
+                                the data set is named"
+                        .into());
+                }
+            },
+        };
+        if let Some((cached, data, _)) = &self.data
+            && *cached == key
+        {
+            return Ok(data.clone());
+        }
+        let (data, origin) = match (&key, own) {
+            (DataKey::File(name, timepoints), Some(file)) => {
+                (load_matrix(&file.bytes, name, *timepoints)?, format!("loaded from {name}"))
+            }
+            (DataKey::Synthetic(public, seed), _) => (
+                public.site_data(*seed).map_err(|e| e.to_string())?,
+                format!(
+                    "generated in this tab: {} subjects with sources from its own seed {seed}, \
+                     mixed by the study's public maps",
+                    public.subjects_per_site
+                ),
+            ),
+            _ => return Err("the loaded file is gone".into()),
+        };
+        let summary = DataSummary::of(&data, origin);
+        self.data = Some((key, data.clone(), summary));
+        Ok(data)
+    }
+
+    fn feed(
+        &mut self,
+        out: &mut Vec<FromWorker>,
+        step: impl FnOnce(&mut dyn RoleInput) -> Result<Vec<Outgoing>, String>,
+    ) {
+        let Some(role) = self.role.as_mut() else { return };
+        let input: &mut dyn RoleInput = match role {
+            Role::Pca(site) => site,
+            Role::Djica(site) => site,
+        };
+        match step(input) {
+            Ok(sent) => out.extend(sent.into_iter().map(|o| FromWorker::Send {
+                to: o.to,
+                kind: o.kind.to_owned(),
+                payload: o.payload,
+            })),
+            Err(e) => {
+                self.refusals.push(e.clone());
+                out.push(FromWorker::Refused(e));
+            }
+        }
+        let keep = self.refusals.len().saturating_sub(5);
+        self.refusals.drain(..keep);
+        let (spent, json) = match self.role.as_mut() {
+            Some(Role::Pca(site)) => (site.spent().len(), site.ledger_mut().to_json()),
+            Some(Role::Djica(site)) => (site.spent().len(), site.ledger_mut().to_json()),
+            None => return,
+        };
+        if spent > self.saved {
+            self.saved = spent;
+            out.push(FromWorker::Ledger { json });
+        }
+    }
+
+    pub fn view(&self) -> IcaSiteView {
+        let mut view = IcaSiteView {
+            computation: self.computation.clone(),
+            data: self.data.as_ref().map(|(_, _, summary)| summary.clone()),
+            refusals: self.refusals.clone(),
+            ..IcaSiteView::default()
+        };
+        match &self.role {
+            Some(Role::Pca(site)) => {
+                view.phase = phase_text(&self.computation, site.phase());
+                view.released = site.iterations().len() as u32;
+                view.max_iterations = site.params().map_or(0, |p| p.max_iterations);
+                view.noise = site.iterations().iter().map(NoisePoint::of).collect();
+                view.end = site.end_reason().map(str::to_owned);
+            }
+            Some(Role::Djica(site)) => {
+                view.phase = phase_text(&self.computation, site.phase());
+                view.released = site.iterations().len() as u32;
+                view.max_iterations = site.params().map_or(0, |p| p.max_iterations);
+                view.noise = site.iterations().iter().map(NoisePoint::of).collect();
+                view.end = site.end_reason().map(str::to_owned);
+                let r = site.step().components();
+                view.components = r;
+                if let Some(last) = site.iterations().last() {
+                    view.last_gradient = Some(last.statistic[..r * r].to_vec());
+                    view.last_release = Some(last.release[..r * r].to_vec());
+                }
+            }
+            None => view.phase = "Waiting for the dashboard".into(),
+        }
+        view
+    }
+}
+
+/// The two roles' inputs, so [`Engine::feed`] handles either.
+trait RoleInput {
+    fn handle(
+        &mut self,
+        now_ms: u64,
+        from: ParticipantId,
+        payload: &[u8],
+    ) -> Result<Vec<Outgoing>, String>;
+    fn handle_departure(
+        &mut self,
+        now_ms: u64,
+        who: ParticipantId,
+    ) -> Result<Vec<Outgoing>, String>;
+}
+
+impl<C: SiteStep> RoleInput for IterativeSite<C, Ledger> {
+    fn handle(
+        &mut self,
+        now_ms: u64,
+        from: ParticipantId,
+        payload: &[u8],
+    ) -> Result<Vec<Outgoing>, String> {
+        IterativeSite::handle(self, now_ms, from, payload).map_err(|e| e.to_string())
+    }
+
+    fn handle_departure(
+        &mut self,
+        now_ms: u64,
+        who: ParticipantId,
+    ) -> Result<Vec<Outgoing>, String> {
+        IterativeSite::handle_departure(self, now_ms, who).map_err(|e| e.to_string())
+    }
+}
+
+/// A matrix file (CSV, or `.npy` by name) as site data: D × N, subjects of `timepoints` columns,
+/// demeaned and clipped at ‖x‖ = 1 as the generator's data are.
+pub fn load_matrix(bytes: &[u8], name: &str, timepoints: usize) -> Result<SiteData, String> {
+    let x = if name.to_ascii_lowercase().ends_with(".npy") {
+        parse_npy(bytes)
+    } else {
+        parse_csv_bytes(bytes)
+    }
+    .map_err(|e| format!("{name}: {e}"))?;
+    if timepoints == 0 || x.ncols() % timepoints != 0 {
+        return Err(format!(
+            "{name}: {} columns are not whole subjects of {timepoints} time points",
+            x.ncols()
+        ));
+    }
+    let subjects = x.ncols() / timepoints;
+    let mut data = SiteData::new(x, vec![timepoints; subjects]).map_err(|e| e.to_string())?;
+    normalise_site(&mut data, 1.0);
+    Ok(data)
+}
+
+/// An `iter/decline` for a study this tab cannot take part in (e.g. no data).
+fn decline(
+    computation: &str,
+    payload: &[u8],
+    dashboard: ParticipantId,
+    reason: String,
+) -> Option<FromWorker> {
+    let body = |study| -> Option<(String, Vec<u8>)> {
+        Some(match computation {
+            c if c == PcaSite::NAME => {
+                let m = IterMessage::<PcaTask, PcaState> {
+                    study,
+                    body: IterBody::Decline { reason: reason.clone() },
+                };
+                (m.body.kind().to_owned(), m.encode())
+            }
+            _ => {
+                let m = IterMessage::<DjicaTask, DjicaState> {
+                    study,
+                    body: IterBody::Decline { reason: reason.clone() },
+                };
+                (m.body.kind().to_owned(), m.encode())
+            }
+        })
+    };
+    let (study, _) = capelab_core::study::iterative::peek_start(payload).ok()?;
+    let (kind, payload) = body(study)?;
+    Some(FromWorker::Send { to: To::One(dashboard), kind, payload })
+}

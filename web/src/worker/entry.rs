@@ -1,0 +1,47 @@
+//! The worker's side of the channel: decode what the tab posts, run the [`Engine`], post back.
+
+use std::cell::RefCell;
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+use super::engine::Engine;
+use super::protocol::{FromWorker, ToWorker};
+
+thread_local! {
+    static ENGINE: RefCell<Engine> = RefCell::new(Engine::default());
+}
+
+/// Called by the worker's bootstrap script once the module is initialised.
+#[wasm_bindgen]
+pub fn capelab_worker_main() {
+    console_error_panic_hook::set_once();
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+        let replies = match serde_wasm_bindgen::from_value::<ToWorker>(event.data()) {
+            Ok(message) => {
+                ENGINE.with(|e| e.borrow_mut().handle(message, js_sys::Date::now() as u64))
+            }
+            Err(e) => vec![FromWorker::Refused(format!("unreadable message from the tab: {e}"))],
+        };
+        for reply in &replies {
+            post(reply);
+        }
+    });
+    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    // The handler lives as long as the worker.
+    on_message.forget();
+    post(&FromWorker::Ready);
+}
+
+fn post(message: &FromWorker) {
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let serializer = serde_wasm_bindgen::Serializer::new();
+    match serde::Serialize::serialize(message, &serializer) {
+        Ok(value) => {
+            let _ = scope.post_message(&value);
+        }
+        Err(e) => web_sys::console::error_1(&format!("capelab worker: {e}").into()),
+    }
+}

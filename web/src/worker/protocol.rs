@@ -1,0 +1,97 @@
+//! The messages between a site tab and its worker. They cross `postMessage` as plain JS objects
+//! ([`serde_wasm_bindgen`]); protocol payloads travel as `Uint8Array`s, not arrays of numbers.
+
+use capelab_core::wire::{ParticipantId, To};
+use serde::{Deserialize, Serialize};
+
+/// Main thread → worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// An `iter/start` of capePCA or capeDJICA: a fresh site role for it, fed this payload.
+    Start {
+        me: ParticipantId,
+        dashboard: ParticipantId,
+        computation: String,
+        #[serde(with = "bytes")]
+        payload: Vec<u8>,
+        /// The site's ledger (its export format): the role's gate reads and records in it.
+        ledger_json: String,
+        /// The seed of the site's own subjects (used when the study names a synthetic data set).
+        seed: u64,
+        allow_nonprivate: bool,
+        /// The site's own data file, if it loaded one.
+        own_data: Option<OwnData>,
+    },
+    /// A study message from the room.
+    Message {
+        from: ParticipantId,
+        #[serde(with = "bytes")]
+        payload: Vec<u8>,
+    },
+    Departure {
+        who: ParticipantId,
+    },
+}
+
+/// A data matrix a site loaded: D voxels × N time points, subjects of `timepoints` columns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OwnData {
+    pub name: String,
+    #[serde(with = "bytes")]
+    pub bytes: Vec<u8>,
+    pub timepoints: usize,
+}
+
+/// Worker → main thread.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum FromWorker {
+    /// The worker has loaded the app's module and listens.
+    Ready,
+    /// An envelope for the room.
+    Send {
+        to: To,
+        kind: String,
+        #[serde(with = "bytes")]
+        payload: Vec<u8>,
+    },
+    /// The ledger after the role recorded a release: the tab saves and reports it.
+    Ledger { json: String },
+    /// What the site's panel shows.
+    View(Box<super::view::IcaSiteView>),
+    /// An input the role refused, in words.
+    Refused(String),
+}
+
+/// `Vec<u8>` as serde bytes, which `serde_wasm_bindgen` maps to `Uint8Array` both ways.
+mod bytes {
+    use serde::de::{Error, SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        struct Bytes;
+        impl<'de> Visitor<'de> for Bytes {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(b) = seq.next_element()? {
+                    out.push(b);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_byte_buf(Bytes)
+    }
+}
