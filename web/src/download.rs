@@ -75,6 +75,15 @@ pub async fn picked_file_text(
     Ok(Some((file.name(), text.as_string().unwrap_or_default())))
 }
 
+/// The bytes of the file the user picked in `input`, if one.
+pub async fn picked_file_bytes(
+    input: &web_sys::HtmlInputElement,
+) -> Result<Option<(String, Vec<u8>)>, String> {
+    let Some(file) = input.files().and_then(|files| files.get(0)) else { return Ok(None) };
+    let buffer = JsFuture::from(file.array_buffer()).await.map_err(js_text)?;
+    Ok(Some((file.name(), js_sys::Uint8Array::new(&buffer).to_vec())))
+}
+
 fn svg_markup(svg_id: &str) -> Result<String, String> {
     let element = document()?.get_element_by_id(svg_id).ok_or("the chart is not on the page")?;
     Ok(element.outer_html())

@@ -9,6 +9,7 @@ use crate::components::copy_link::CopyLink;
 use crate::components::presence_list::PresenceList;
 use crate::components::qr::QrCode;
 use crate::components::refusals::RelayNotices;
+use crate::components::study::ica_panel::IcaPanel;
 use crate::components::study::mean_panel::MeanPanel;
 use crate::components::study::nn_panel::NnPanel;
 use crate::components::study::privacy_panel::PrivacyPanel;
@@ -25,7 +26,7 @@ use crate::transport::{Hello, LinkStatus};
 pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
     let state = RoomState::start(hello);
     let study = DashboardStudy::start(state);
-    // Which study's panel shows: "mean", "regression" or "nn".
+    // Which study's panel shows: "mean", "regression", "nn" or "ica".
     let picked = RwSignal::new("mean");
     let me = Signal::derive(move || state.me.get().map(|p| p.id));
     // Memos: a reconnect re-announces the same room, which must not rebuild the QR code.
@@ -102,7 +103,7 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
             </section>
             <section class="card span-all study-picker" data-testid="study-picker">
                 <span class="label">"Study: "</span>
-                {[("mean", "Private mean"), ("regression", "Private regression"), ("nn", "Neural network (CAPE gradient descent)")]
+                {[("mean", "Private mean"), ("regression", "Private regression"), ("nn", "Neural network (CAPE gradient descent)"), ("ica", "Joint ICA (fMRI)")]
                     .into_iter()
                     .map(|(key, label)| view! {
                         <button type="button" data-testid=format!("pick-{key}")
@@ -115,6 +116,7 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
             {move || match picked.get() {
                 "regression" => view! { <RegressionPanel study state /> }.into_any(),
                 "nn" => view! { <NnPanel study state /> }.into_any(),
+                "ica" => view! { <IcaPanel study state /> }.into_any(),
                 _ => view! { <MeanPanel study state /> }.into_any(),
             }}
             <ResultsPanel study />

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use crate::components::connection_badge::ConnectionBadge;
 use crate::components::presence_list::PresenceList;
 use crate::components::refusals::RelayNotices;
+use crate::components::study::ica_site_panel::IcaSitePanel;
 use crate::components::study::ledger_panel::LedgerPanel;
 use crate::components::study::local_data_panel::LocalDataPanel;
 use crate::components::study::nn_site_panel::NnSitePanel;
@@ -67,6 +68,7 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
             </section>
             <SiteStudyPanel study />
             <NnSitePanel study />
+            <IcaSitePanel study />
             <LocalDataPanel study name />
             <LedgerPanel study />
         </main>

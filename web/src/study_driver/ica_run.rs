@@ -73,8 +73,8 @@ impl IcaLive {
 }
 
 enum Stage {
-    Pca(Driver<StudyTransport, IterativeAggregator<PcaAggregator>>),
-    Djica(Driver<StudyTransport, IterativeAggregator<DjicaStudyAggregator>>),
+    Pca(Box<Driver<StudyTransport, IterativeAggregator<PcaAggregator>>>),
+    Djica(Box<Driver<StudyTransport, IterativeAggregator<DjicaStudyAggregator>>>),
     Over,
 }
 
@@ -121,7 +121,7 @@ impl IcaRun {
             names,
             truth,
             transport,
-            stage: Stage::Pca(driver),
+            stage: Stage::Pca(Box::new(driver)),
             pca: None,
             djica: None,
             djica_params: None,
@@ -228,7 +228,7 @@ impl IcaRun {
         let mut driver = Driver::new(self.transport.clone(), aggregator);
         driver.send(now_ms, start);
         self.djica_params = Some(params);
-        self.stage = Stage::Djica(driver);
+        self.stage = Stage::Djica(Box::new(driver));
         Ok(())
     }
 

@@ -10,6 +10,7 @@ core simulates; the components render what they return.
 */
 
 pub mod export;
+pub mod ica;
 pub mod masked;
 pub mod nn;
 pub mod privacy;

@@ -26,8 +26,8 @@ use super::protocol::{FromWorker, OwnData, ToWorker};
 use super::view::{DataSummary, IcaSiteView, NoisePoint, phase_text};
 
 enum Role {
-    Pca(IterativeSite<PcaSite, Ledger>),
-    Djica(IterativeSite<DjicaStudySite, Ledger>),
+    Pca(Box<IterativeSite<PcaSite, Ledger>>),
+    Djica(Box<IterativeSite<DjicaStudySite, Ledger>>),
 }
 
 /// Where the data came from, so a second study on the same data does not regenerate it.
@@ -123,22 +123,22 @@ impl Engine {
         };
         let data = self.data_for(synthetic, seed, own_data)?;
         self.role = Some(match computation {
-            c if c == PcaSite::NAME => Role::Pca(IterativeSite::new(
+            c if c == PcaSite::NAME => Role::Pca(Box::new(IterativeSite::new(
                 me,
                 dashboard,
                 PcaSite::new(data),
                 ledger,
                 os_rng(),
                 settings,
-            )),
-            c if c == DjicaStudySite::NAME => Role::Djica(IterativeSite::new(
+            ))),
+            c if c == DjicaStudySite::NAME => Role::Djica(Box::new(IterativeSite::new(
                 me,
                 dashboard,
                 DjicaStudySite::new(data),
                 ledger,
                 os_rng(),
                 settings,
-            )),
+            ))),
             other => return Err(format!("this tab cannot compute {other}")),
         });
         Ok(())
@@ -195,8 +195,8 @@ impl Engine {
     ) {
         let Some(role) = self.role.as_mut() else { return };
         let input: &mut dyn RoleInput = match role {
-            Role::Pca(site) => site,
-            Role::Djica(site) => site,
+            Role::Pca(site) => site.as_mut(),
+            Role::Djica(site) => site.as_mut(),
         };
         match step(input) {
             Ok(sent) => out.extend(sent.into_iter().map(|o| FromWorker::Send {

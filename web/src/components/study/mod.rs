@@ -2,6 +2,8 @@
 //! live study, results, privacy, wire) and site (local data, its part in the study, its ledger).
 //! They render the study drivers' signals.
 
+pub mod ica_panel;
+pub mod ica_site_panel;
 pub mod ledger_panel;
 pub mod local_data_panel;
 pub mod mean_panel;

@@ -1,0 +1,113 @@
+// End-to-end: the Joint ICA study (capePCA, then capeDJICA, CAPE noise) with the real relay
+// serving the built app: a dashboard and four sites, each generating its own subjects in its
+// Web Worker.
+//
+//   /work/wt/_briefs/run_e2e.sh <worktree> tests/e2e/ica.test.mjs
+//
+// What is checked (small size: 10×10 maps, R = 4, 4 subjects of 100 time points per site,
+// time-point level, ε_i = 1, J = 60):
+// - the dashboard shows the true and recovered maps (2R heatmap tiles), q_NGI per iteration
+//   (J points) with a final value, capePCA's subspace recovery, ε spent and the guarantee;
+// - every site ran its part in its worker: it shows its data, its J releases and the noise it
+//   added, and its ledger holds 1 + J releases (capePCA and every capeDJICA iteration);
+// - the tabs stayed free of errors.
+
+import { mkdirSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+
+import {
+  STEP_TIMEOUT_MS,
+  artifacts,
+  assertNoErrors,
+  launchBrowser,
+  openRoomWithSites,
+  shot,
+  startRelay,
+  stopRelay,
+} from './helpers.mjs';
+
+const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
+const J = 60;
+const R = 4;
+const RUN_TIMEOUT_MS = 90_000;
+
+async function attr(page, selector, name, timeout = STEP_TIMEOUT_MS) {
+  const el = await page.waitForSelector(selector, { timeout });
+  return el.getAttribute(name);
+}
+
+describe('Joint ICA over the real relay', { concurrency: false }, () => {
+  let relay;
+  let browser;
+  let tabs;
+  let dashboard;
+  let sites;
+
+  before(async () => {
+    mkdirSync(artifacts, { recursive: true });
+    relay = startRelay();
+    browser = await launchBrowser();
+    ({ dashboard, tabs, sites } = await openRoomWithSites(browser, await relay.url, SITE_NAMES));
+  });
+
+  after(async () => {
+    await browser?.close().catch(() => {});
+    await stopRelay(relay);
+  });
+
+  it('runs capePCA then capeDJICA: maps render, q_NGI reported, ledgers record every release', async () => {
+    const { page } = dashboard;
+    await page.click('[data-testid="pick-ica"]');
+    await page.waitForSelector('[data-testid="ica-panel"]', { timeout: STEP_TIMEOUT_MS });
+    await page.fill('#ica-grid', '10');
+    await page.fill('#ica-components', String(R));
+    await page.fill('#ica-subjects', '4');
+    await page.fill('#ica-timepoints', '100');
+    await page.fill('#ica-iterations', String(J));
+    await page.fill('#ica-epsilon', '1');
+    await page.selectOption('#ica-unit', 'timepoint');
+    await page.click('[data-testid="start-ica"]');
+
+    const done = '[data-testid="ica-live"][data-finished="true"]';
+    await page.waitForSelector(done, { timeout: RUN_TIMEOUT_MS });
+    const failure = await page.$('[data-testid="ica-failure"]');
+    assert.equal(failure, null, failure && (await failure.textContent()));
+    assert.equal(await attr(page, done, 'data-stage'), 'capeDJICA');
+    assert.equal(Number(await attr(page, '[data-testid="ica-progress"]', 'data-done')), J);
+
+    // The maps: R true and R recovered tiles, drawn as images in the SVG.
+    assert.equal(Number(await attr(page, '[data-testid="ica-maps"]', 'data-tiles')), 2 * R);
+    const images = await page.$$('[data-testid="ica-maps"] svg image');
+    assert.equal(images.length, 2 * R, 'every map is drawn');
+    const href = await images[0].getAttribute('href');
+    assert.ok(href.startsWith('data:image/bmp;base64,'), href.slice(0, 40));
+
+    // q_NGI: one point per iteration, a finite final value in [0, 1].
+    const q = '[data-testid="ica-q"]';
+    assert.equal(Number(await attr(page, q, 'data-points')), J);
+    const qFinal = Number(await attr(page, q, 'data-final'));
+    assert.ok(Number.isFinite(qFinal) && qFinal >= 0 && qFinal <= 1, `q_NGI = ${qFinal}`);
+    assert.ok(qFinal < 0.35, `the maps emerge at this size and ε: q_NGI = ${qFinal}`);
+    const cosine = Number(await attr(page, '[data-testid="ica-pca"]', 'data-min-cosine'));
+    assert.ok(Number.isFinite(cosine) && cosine > 0 && cosine <= 1 + 1e-9, `principal cosine ${cosine}`);
+    const eps = Number(await attr(page, '[data-testid="ica-epsilon"]', 'data-final'));
+    assert.ok(Number.isFinite(eps) && eps > 0, `ε spent ${eps}`);
+    await page.waitForSelector('[data-testid="ica-guarantee"]', { timeout: STEP_TIMEOUT_MS });
+    await page.waitForSelector('[data-testid="ica-cost"]', { timeout: STEP_TIMEOUT_MS });
+
+    for (const site of sites) {
+      const p = site.tab.page;
+      const step = `[data-testid="ica-site"][data-computation="capedjica"][data-released="${J}"]`;
+      await p.waitForSelector(step, { timeout: STEP_TIMEOUT_MS });
+      assert.equal(Number(await attr(p, '[data-testid="ica-site-data"]', 'data-subjects')), 4);
+      await p.waitForSelector('[data-testid="ica-site-noise"] svg', { timeout: STEP_TIMEOUT_MS });
+      await p.waitForSelector('[data-testid="ica-site-gradient"] svg image', { timeout: STEP_TIMEOUT_MS });
+      const releases = Number(await attr(p, '[data-testid="ledger-releases"]', 'data-count'));
+      assert.equal(releases, 1 + J, `${site.name}: capePCA + ${J} capeDJICA releases in the ledger`);
+    }
+    await shot(dashboard, 'ica-01-dashboard');
+    await shot(sites[0].tab, 'ica-02-site');
+    assertNoErrors(tabs);
+  });
+});
