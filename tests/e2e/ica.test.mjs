@@ -5,7 +5,7 @@
 //   /work/wt/_briefs/run_e2e.sh <worktree> tests/e2e/ica.test.mjs
 //
 // What is checked (small size: 10×10 maps, R = 4, 4 subjects of 100 time points per site,
-// time-point level, ε_i = 1, J = 60):
+// time-point level, ε_i = 1, J = 60, each site's budget raised to 1000 first):
 // - the dashboard shows the true and recovered maps (2R heatmap tiles), q_NGI per iteration
 //   (J points) with a final value, capePCA's subspace recovery, ε spent and the guarantee;
 // - every site ran its part in its worker: it shows its data, its J releases and the noise it
@@ -57,6 +57,18 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
   });
 
   it('runs capePCA then capeDJICA: maps render, q_NGI reported, ledgers record every release', async () => {
+    // Each site's budget covers this small study (a fresh ledger's ε = 10 does not: the
+    // decline path is the mean study's test).
+    for (const site of sites) {
+      const p = site.tab.page;
+      await p.fill('#budget-epsilon', '1000');
+      await p.click('[data-testid="set-budget"]');
+      await p.waitForFunction(
+        () => document.querySelector('[data-testid="ledger"]')?.textContent.includes('ε = 1000'),
+        null,
+        { timeout: STEP_TIMEOUT_MS },
+      );
+    }
     const { page } = dashboard;
     await page.click('[data-testid="pick-ica"]');
     await page.waitForSelector('[data-testid="ica-panel"]', { timeout: STEP_TIMEOUT_MS });
@@ -74,7 +86,8 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
     const failure = await page.$('[data-testid="ica-failure"]');
     assert.equal(failure, null, failure && (await failure.textContent()));
     assert.equal(await attr(page, done, 'data-stage'), 'capeDJICA');
-    assert.equal(Number(await attr(page, '[data-testid="ica-progress"]', 'data-done')), J);
+    const why = await page.textContent('[data-testid="ica-live"]');
+    assert.equal(Number(await attr(page, '[data-testid="ica-progress"]', 'data-done')), J, why);
 
     // The maps: R true and R recovered tiles, drawn as images in the SVG.
     assert.equal(Number(await attr(page, '[data-testid="ica-maps"]', 'data-tiles')), 2 * R);

@@ -269,9 +269,13 @@ fn site_lines(live: &IcaLive) -> Vec<String> {
             }
             let in_pca = live.pca.as_ref().is_some_and(|o| o.contributors.contains(&site));
             let in_ica = live.djica_params.as_ref().is_some_and(|p| p.sites.contains(&site));
+            let unanswered = live.djica.as_ref().is_some_and(|o| !o.accepted.contains(&site));
             match (live.pca.is_some(), in_pca, in_ica) {
                 (false, ..) => format!("{name}: invited to capePCA"),
                 (true, false, _) => format!("{name}: not in capePCA's noise sum"),
+                (true, true, true) if unanswered => {
+                    format!("{name}: capePCA released · had not answered capeDJICA when it ended")
+                }
                 (true, true, true) => format!("{name}: capePCA released · in capeDJICA"),
                 (true, true, false) => format!("{name}: capePCA released"),
             }
