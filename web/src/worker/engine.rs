@@ -340,3 +340,266 @@ fn decline(
     let (kind, payload) = body(study)?;
     Some(FromWorker::Send { to: To::One(dashboard), kind, payload })
 }
+
+#[cfg(test)]
+mod tests {
+    //! Three engines (as three workers) and the core's aggregators exchange the messages the tab
+    //! would forward: capePCA, then capeDJICA on the same generated data.
+
+    use capelab_core::accountant::{Budget, Ledger};
+    use capelab_core::djica::{ClipBounds, GaussianLevel, Precision, PrivacyUnit};
+    use capelab_core::pca::{CovarianceSensitivity, Whitening};
+    use capelab_core::rng::derive;
+    use capelab_core::study::iterative::djica::{DjicaSchedule, DjicaStudyAggregator, noise_for};
+    use capelab_core::study::iterative::pca::{PcaAggregator, SyntheticPreset};
+    use capelab_core::study::iterative::{
+        AggregatorStep, IterativeAggregator, IterativeParams, NoiseMode,
+    };
+
+    use super::*;
+
+    const DASHBOARD: ParticipantId = 1;
+    const SITES: [ParticipantId; 3] = [2, 3, 4];
+
+    fn public() -> PublicSynthetic {
+        PublicSynthetic {
+            preset: SyntheticPreset::WellConditioned,
+            grid: 6,
+            components: 3,
+            timepoints: 50,
+            subjects_per_site: 3,
+            maps_seed: 5,
+        }
+    }
+
+    /// Runs one step to its end; returns every site's replies (ledgers, views) in order.
+    fn run<U: AggregatorStep>(
+        engines: &mut [Engine],
+        aggregator: &mut IterativeAggregator<U>,
+        start: Vec<Outgoing>,
+        ledgers: &[String],
+    ) -> Vec<Vec<FromWorker>> {
+        let mut replies: Vec<Vec<FromWorker>> = vec![Vec::new(); engines.len()];
+        let mut to_sites: Vec<(usize, ToWorker)> = Vec::new();
+        for o in start {
+            for (i, &me) in SITES.iter().enumerate() {
+                to_sites.push((
+                    i,
+                    ToWorker::Start {
+                        me,
+                        dashboard: DASHBOARD,
+                        computation: U::NAME.into(),
+                        payload: o.payload.clone(),
+                        ledger_json: ledgers[i].clone(),
+                        seed: 100 + i as u64,
+                        allow_nonprivate: false,
+                        own_data: None,
+                    },
+                ));
+            }
+        }
+        let mut now = 0;
+        while !to_sites.is_empty() {
+            now += 1;
+            let mut to_aggregator = Vec::new();
+            for (i, message) in to_sites.drain(..) {
+                for reply in engines[i].handle(message, now) {
+                    if let FromWorker::Send { to, payload, .. } = &reply {
+                        assert_eq!(*to, To::One(DASHBOARD));
+                        to_aggregator.push((SITES[i], payload.clone()));
+                    }
+                    replies[i].push(reply);
+                }
+            }
+            for (from, payload) in to_aggregator {
+                for o in aggregator.handle(now, from, &payload).unwrap() {
+                    let targets: Vec<usize> = match o.to {
+                        To::All => (0..SITES.len()).collect(),
+                        To::One(id) => SITES.iter().position(|&s| s == id).into_iter().collect(),
+                    };
+                    for i in targets {
+                        to_sites.push((
+                            i,
+                            ToWorker::Message { from: DASHBOARD, payload: o.payload.clone() },
+                        ));
+                    }
+                }
+            }
+        }
+        replies
+    }
+
+    fn last_ledger(replies: &[FromWorker]) -> Option<Ledger> {
+        replies.iter().rev().find_map(|r| match r {
+            FromWorker::Ledger { json } => Some(Ledger::from_json(json).unwrap()),
+            _ => None,
+        })
+    }
+
+    fn last_view(replies: &[FromWorker]) -> IcaSiteView {
+        replies
+            .iter()
+            .rev()
+            .find_map(|r| match r {
+                FromWorker::View(v) => Some((**v).clone()),
+                _ => None,
+            })
+            .expect("every input ends with a view")
+    }
+
+    #[test]
+    fn engines_run_capepca_then_capedjica_on_their_own_generated_subjects() {
+        let public = public();
+        let mut engines: Vec<Engine> = (0..3).map(|_| Engine::default()).collect();
+        let ledgers: Vec<String> = (0..3)
+            .map(|i| {
+                Ledger::new(format!("Lab {i}"), Budget::new(1e6, 1e-5).unwrap()).unwrap().to_json()
+            })
+            .collect();
+
+        let task = PcaTask {
+            voxels: public.voxels(),
+            components: 3,
+            sensitivity: CovarianceSensitivity { unit: PrivacyUnit::TimePoint, rigorous: false },
+            whitening: Whitening::Runica,
+            synthetic: Some(public.clone()),
+        };
+        let z = GaussianLevel { epsilon: 2.0, delta: 1e-2 }.multiplier().unwrap();
+        let params = IterativeParams::new(
+            SITES.to_vec(),
+            NoiseMode::Upfront,
+            1,
+            task.statistic_len(),
+            1.0 / 150.0,
+            z,
+            1e-2,
+        )
+        .unwrap();
+        let (mut pca, start) = IterativeAggregator::start(
+            params,
+            PcaAggregator::new(task, Some(public.maps())),
+            1_000,
+            derive(1, "agg"),
+            0,
+        )
+        .unwrap();
+        let replies = run(&mut engines, &mut pca, start, &ledgers);
+        let outcome = pca.outcome().expect("capePCA finished");
+        assert_eq!(outcome.contributors, SITES.to_vec());
+        assert_eq!(outcome.final_state.eigenvalues.len(), 3);
+        let ledgers: Vec<String> = replies
+            .iter()
+            .map(|r| {
+                let ledger = last_ledger(r).expect("the release was recorded and posted");
+                assert_eq!(ledger.entries().len(), 1);
+                ledger.to_json()
+            })
+            .collect();
+        for (i, r) in replies.iter().enumerate() {
+            let view = last_view(r);
+            let data = view.data.expect("the data at a glance");
+            assert_eq!((data.subjects, data.samples, data.voxels), (3, 150, 36));
+            assert_eq!(data.grid, Some(6));
+            assert!(data.origin.contains(&format!("seed {}", 100 + i)));
+            assert_eq!(view.released, 1);
+            assert!(view.refusals.is_empty(), "{:?}", view.refusals);
+        }
+        // Different seeds, different subjects: the sites' data are their own.
+        assert_ne!(
+            last_view(&replies[0]).data.unwrap().course,
+            last_view(&replies[1]).data.unwrap().course
+        );
+
+        // capeDJICA on the same data (the engines keep it), J = 5.
+        let djica_task = DjicaTask {
+            voxels: 36,
+            components: 3,
+            projection: outcome.final_state.projection.clone(),
+            bounds: ClipBounds::default(),
+            unit: PrivacyUnit::TimePoint,
+            precision: Precision::F64,
+        };
+        let level = GaussianLevel { epsilon: 1.0, delta: 1e-2 };
+        let (sensitivity, z) = noise_for(&djica_task, level, 150, 50).unwrap();
+        let params =
+            IterativeParams::new(SITES.to_vec(), NoiseMode::Upfront, 5, 12, sensitivity, z, 1e-2)
+                .unwrap();
+        let step = DjicaStudyAggregator::new(
+            djica_task,
+            DjicaSchedule::for_private(true),
+            5,
+            Some(&public.maps()),
+        )
+        .unwrap();
+        let (mut djica, start) =
+            IterativeAggregator::start(params, step, 1_000, derive(2, "agg"), 0).unwrap();
+        let replies = run(&mut engines, &mut djica, start, &ledgers);
+        let outcome = djica.outcome().expect("capeDJICA finished");
+        assert_eq!(outcome.iterations, 5);
+        for r in &replies {
+            assert_eq!(last_ledger(r).unwrap().entries().len(), 1 + 5);
+            let view = last_view(r);
+            assert_eq!(
+                (view.computation.as_str(), view.released, view.components),
+                ("capedjica", 5, 3)
+            );
+            let (g, sent) = (view.last_gradient.unwrap(), view.last_release.unwrap());
+            assert_eq!(g.len(), 9);
+            assert!(g.iter().zip(&sent).any(|(a, b)| a != b), "the release carries noise");
+            assert_eq!(view.noise.len(), 5);
+        }
+    }
+
+    #[test]
+    fn a_tab_without_data_declines_capedjica_and_sends_nothing_else() {
+        let task = DjicaTask {
+            voxels: 36,
+            components: 3,
+            projection: vec![0.1; 3 * 36],
+            bounds: ClipBounds::default(),
+            unit: PrivacyUnit::TimePoint,
+            precision: Precision::F32,
+        };
+        let step =
+            DjicaStudyAggregator::new(task, DjicaSchedule::for_private(true), 5, None).unwrap();
+        let params =
+            IterativeParams::new(SITES.to_vec(), NoiseMode::Upfront, 5, 12, 0.1, 3.0, 1e-2)
+                .unwrap();
+        let (_agg, start) =
+            IterativeAggregator::start(params, step, 1_000, derive(3, "agg"), 0).unwrap();
+        let ledger = Ledger::new("Lab", Budget::new(10.0, 1e-5).unwrap()).unwrap().to_json();
+        let mut engine = Engine::default();
+        let replies = engine.handle(
+            ToWorker::Start {
+                me: 2,
+                dashboard: DASHBOARD,
+                computation: "capedjica".into(),
+                payload: start[0].payload.clone(),
+                ledger_json: ledger,
+                seed: 1,
+                allow_nonprivate: false,
+                own_data: None,
+            },
+            1,
+        );
+        let sent: Vec<&str> = replies
+            .iter()
+            .filter_map(|r| match r {
+                FromWorker::Send { kind, .. } => Some(kind.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sent, vec!["iter/decline"]);
+        assert!(last_view(&replies).refusals[0].contains("missed capePCA"));
+    }
+
+    #[test]
+    fn a_matrix_file_must_hold_whole_subjects() {
+        let csv = "1,2,3,4\n5,6,7,8\n";
+        let data = load_matrix(csv.as_bytes(), "site.csv", 2).unwrap();
+        assert_eq!((data.voxels(), data.subjects(), data.samples()), (2, 2, 4));
+        let err = load_matrix(csv.as_bytes(), "site.csv", 3).unwrap_err();
+        assert!(err.contains("4 columns are not whole subjects of 3"), "{err}");
+        assert!(load_matrix(b"1,x\n", "bad.csv", 1).unwrap_err().starts_with("bad.csv"));
+    }
+}
