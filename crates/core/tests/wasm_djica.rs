@@ -17,6 +17,11 @@
 //! (the synthetic generator calls exp/ln, whose last bit may differ between glibc and wasm's
 //! libm), and the noise is ChaCha20 plus the ziggurat normal sampler, which only calls exp/ln in
 //! its rare wedge and tail branches. PCA (an eigendecomposition) is left out for the same reason.
+//!
+//! The wasm build has `+simd128` (`.cargo/config.toml`): LLVM vectorises those loops into
+//! f64x2/f32x4 lanes, which are IEEE operations like the scalar ones (SIMD128 has no fused
+//! multiply–add; only the separate relaxed-simd proposal does, and it is not enabled), so the
+//! digest must not change. Checked in the dev and release profiles.
 
 use capelab_core::djica::{
     CapeZeroSumNoise, DjicaConfig, GaussianLevel, Method, PrivacyUnit, ProjectedSite, run_djica,

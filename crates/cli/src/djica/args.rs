@@ -172,7 +172,16 @@ pub struct DjicaArgs {
     /// is no ground truth, so no q_NGI, A.csv or maps.
     #[arg(long, value_name = "FILES", value_delimiter = ',')]
     pub data: Vec<PathBuf>,
-    /// The public scale applied to --data after demeaning, before the clip at ‖x‖ = 1 (choose
+    /// Real data as NIfTI-1: one directory per site (repeat the flag), every `*.nii` or
+    /// `*.nii.gz` in it one subject's 4-D image (x, y, z, time), in name order; needs --mask.
+    /// Subjects may have different numbers of volumes. No ground truth: no q_NGI, A.csv or maps.
+    #[arg(long, value_name = "DIR", conflicts_with = "data", requires = "mask")]
+    pub nifti_site: Vec<PathBuf>,
+    /// The brain mask for --nifti-site: a 3-D NIfTI-1 image on the images' grid; the voxels with
+    /// mask > 0 are the D rows.
+    #[arg(long, value_name = "FILE", requires = "nifti_site")]
+    pub mask: Option<PathBuf>,
+    /// The public scale applied to --data or --nifti-site after demeaning, before the clip at ‖x‖ = 1 (choose
     /// it from units, not from the data).
     #[arg(long, value_name = "K", default_value_t = 1.0)]
     pub data_scale: f64,

@@ -138,6 +138,10 @@ pub(super) fn result_json(run: &Run, c: &DjicaCommon, study: &Study) -> Value {
             "subjects_per_site": study.sites.iter().map(SiteData::subjects).collect::<Vec<_>>(),
             "voxels": study.sites[0].voxels(),
             "condition_number_a": study.truth.as_ref().map(condition_number),
+            "ground_truth": study.truth.is_some(),
+            "note": study.truth.is_none().then_some(
+                "real data: no ground truth, so no q_NGI, A.csv or maps",
+            ),
             "clipped_fraction": study.clipped_fraction,
         },
         "history": d.history,

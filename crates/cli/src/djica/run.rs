@@ -14,7 +14,7 @@ use super::args::{DjicaArgs, DjicaCommon, validate};
 use super::maps::maps_figure;
 use super::output::result_json;
 use super::pipeline::{project, run_once, used_sites};
-use super::study::{load_study, synthetic_study};
+use super::study::{load_study, nifti_study, nifti_subject_files, synthetic_study};
 
 pub(super) fn write(path: &Path, text: String) -> Result<PathBuf, String> {
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -35,18 +35,24 @@ pub(super) fn progress_bar(len: u64, quiet: bool) -> ProgressBar {
 fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
     let c = &args.common;
     let method: Method = args.method.into();
-    let c = &if args.data.is_empty() {
-        c.clone()
-    } else {
-        // The data decide S and M; the checks below see them.
+    let nifti_files = nifti_subject_files(&args.nifti_site)?;
+    // Real data decide S and M; the checks below see them.
+    let c = &if !args.data.is_empty() {
         let subjects = args.data.len().max(1);
         DjicaCommon { sites: args.data.len(), subjects, ..c.clone() }
+    } else if !nifti_files.is_empty() {
+        let subjects = nifti_files.iter().map(Vec::len).sum();
+        DjicaCommon { sites: nifti_files.len(), subjects, ..c.clone() }
+    } else {
+        c.clone()
     };
     validate(c, method)?;
-    let study = if args.data.is_empty() {
-        synthetic_study(c, c.subjects, c.seed)?
-    } else {
+    let study = if !args.data.is_empty() {
         load_study(&args.data, c.timepoints, args.data_scale)?
+    } else if let Some(mask) = args.mask.as_deref().filter(|_| !nifti_files.is_empty()) {
+        nifti_study(&nifti_files, mask, args.data_scale)?
+    } else {
+        synthetic_study(c, c.subjects, c.seed)?
     };
     if c.components > study.sites[0].voxels() {
         return Err(format!(

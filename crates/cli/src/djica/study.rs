@@ -1,9 +1,10 @@
 //! The data a run works on: the synthetic generator's sites and true maps, or real per-site
 //! matrices from files (normalised and clipped, no ground truth).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use capelab_core::fmri::matrix_io::{parse_csv_bytes, parse_npy};
+use capelab_core::fmri::nifti::{BrainMask, site_from_nifti};
 use capelab_core::fmri::normalise::normalise_site;
 use capelab_core::fmri::{SiteData, SyntheticConfig, generate};
 use nalgebra::DMatrix;
@@ -50,9 +51,7 @@ pub(super) fn load_study(
     timepoints: usize,
     scale: f64,
 ) -> Result<Study, String> {
-    if !(scale.is_finite() && scale > 0.0) {
-        return Err(format!("--data-scale {scale} must be positive and finite"));
-    }
+    check_scale(scale)?;
     let mut sites = vec![];
     let (mut clipped, mut samples) = (0usize, 0usize);
     for (s, path) in files.iter().enumerate() {
@@ -92,5 +91,90 @@ pub(super) fn load_study(
         truth: None,
         clipped_fraction: clipped as f64 / samples.max(1) as f64,
         source: files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
+    })
+}
+
+fn check_scale(scale: f64) -> Result<(), String> {
+    if scale.is_finite() && scale > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("--data-scale {scale} must be positive and finite"))
+    }
+}
+
+/// The subjects' images of each `--nifti-site` directory: its `*.nii` and `*.nii.gz` files in
+/// name order (so a run is reproducible); a directory without any is an error.
+pub(super) fn nifti_subject_files(dirs: &[PathBuf]) -> Result<Vec<Vec<PathBuf>>, String> {
+    dirs.iter()
+        .map(|dir| {
+            let entries = std::fs::read_dir(dir)
+                .map_err(|e| format!("--nifti-site {}: {e}", dir.display()))?;
+            let mut files = vec![];
+            for entry in entries {
+                let path =
+                    entry.map_err(|e| format!("--nifti-site {}: {e}", dir.display()))?.path();
+                let name =
+                    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                if path.is_file() && (name.ends_with(".nii") || name.ends_with(".nii.gz")) {
+                    files.push(path);
+                }
+            }
+            files.sort();
+            if files.is_empty() {
+                return Err(format!(
+                    "--nifti-site {}: no *.nii or *.nii.gz file (one 4-D image per subject)",
+                    dir.display()
+                ));
+            }
+            Ok(files)
+        })
+        .collect()
+}
+
+fn read(path: &Path, flag: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
+}
+
+/// One site per directory of NIfTI-1 images (see [`nifti_subject_files`]) under one mask:
+/// D = voxels with mask > 0, each subject its own volumes; then the same demeaning, public
+/// `scale` and clip as `--data` (spec §6). No ground truth, so no q_NGI.
+pub(super) fn nifti_study(
+    sites: &[Vec<PathBuf>],
+    mask: &Path,
+    scale: f64,
+) -> Result<Study, String> {
+    check_scale(scale)?;
+    let mask_bytes = read(mask, "--mask")?;
+    let mask_grid = BrainMask::from_nifti(&mask_bytes)
+        .map_err(|e| format!("--mask {}: {e}", mask.display()))?;
+    let mut loaded = vec![];
+    let (mut clipped, mut samples) = (0usize, 0usize);
+    for files in sites {
+        let bytes = files.iter().map(|f| read(f, "--nifti-site")).collect::<Result<Vec<_>, _>>()?;
+        let refs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+        let mut site = site_from_nifti(&refs, &mask_grid).map_err(|e| match e {
+            capelab_core::fmri::nifti::NiftiError::Subject { subject, error } => {
+                format!("--nifti-site {}: {error}", files[subject].display())
+            }
+            other => other.to_string(),
+        })?;
+        let report = normalise_site(&mut site, scale);
+        clipped += report.clipped;
+        samples += report.samples;
+        loaded.push(site);
+    }
+    let listing = sites
+        .iter()
+        .enumerate()
+        .map(|(s, files)| {
+            let names = files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>();
+            format!("site {}: {}", s + 1, names.join(", "))
+        })
+        .collect::<Vec<_>>();
+    Ok(Study {
+        sites: loaded,
+        truth: None,
+        clipped_fraction: clipped as f64 / samples.max(1) as f64,
+        source: format!("NIfTI ({}; mask {})", listing.join("; "), mask.display()),
     })
 }

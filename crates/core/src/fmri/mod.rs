@@ -8,6 +8,7 @@ site applies before capePCA, and plain-matrix loading so a site can bring its ow
 - [`normalise`]: demean each subject, scale, clip every time point to ‖x‖₂ ≤ 1 (spec §6). The clip
   is what bounds the sensitivities of capePCA and capeDJICA.
 - [`matrix_io`]: a D×N matrix (voxels × time points) from CSV or `.npy` bytes, and back.
+- [`nifti`]: a subject's D×N matrix from a 4-D NIfTI-1 image (`.nii`, `.nii.gz`) and a brain mask.
 
 Data layout everywhere: a site's data is a D×N_s matrix whose columns are time points, subjects
 concatenated in time ([`SiteData`]).
@@ -16,6 +17,7 @@ concatenated in time ([`SiteData`]).
 pub mod garch;
 pub mod maps;
 pub mod matrix_io;
+pub mod nifti;
 pub mod normalise;
 pub mod synthetic;
 
