@@ -1,5 +1,6 @@
 //! The site gradient of capeDJICA (spec §5 steps 2–5) against a direct per-sample computation,
-//! the clip as a property, and the sensitivities as the spec states them.
+//! the clip as a property, and the sensitivities as the spec states them. Native only (proptest).
+#![cfg(not(target_arch = "wasm32"))]
 
 use capelab_core::djica::GaussianLevel;
 use capelab_core::djica::calibration::{PrivacyUnit, mean_sensitivity};
