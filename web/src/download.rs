@@ -75,13 +75,18 @@ pub async fn picked_file_text(
     Ok(Some((file.name(), text.as_string().unwrap_or_default())))
 }
 
-/// The bytes of the file the user picked in `input`, if one.
-pub async fn picked_file_bytes(
+/// The names and bytes of every file the user picked in `input` (a `multiple` input).
+pub async fn picked_files_bytes(
     input: &web_sys::HtmlInputElement,
-) -> Result<Option<(String, Vec<u8>)>, String> {
-    let Some(file) = input.files().and_then(|files| files.get(0)) else { return Ok(None) };
-    let buffer = JsFuture::from(file.array_buffer()).await.map_err(js_text)?;
-    Ok(Some((file.name(), js_sys::Uint8Array::new(&buffer).to_vec())))
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    let Some(files) = input.files() else { return Ok(Vec::new()) };
+    let mut out = Vec::with_capacity(files.length() as usize);
+    for i in 0..files.length() {
+        let Some(file) = files.get(i) else { continue };
+        let buffer = JsFuture::from(file.array_buffer()).await.map_err(js_text)?;
+        out.push((file.name(), js_sys::Uint8Array::new(&buffer).to_vec()));
+    }
+    Ok(out)
 }
 
 fn svg_markup(svg_id: &str) -> Result<String, String> {

@@ -13,6 +13,7 @@ use capelab_core::accountant::Ledger;
 use capelab_core::driver::Outgoing;
 use capelab_core::fmri::SiteData;
 use capelab_core::fmri::matrix_io::{parse_csv_bytes, parse_npy};
+use capelab_core::fmri::nifti::{BrainMask, site_from_nifti};
 use capelab_core::fmri::normalise::normalise_site;
 use capelab_core::rng::os_rng;
 use capelab_core::study::iterative::djica::{DjicaState, DjicaStudySite, DjicaTask};
@@ -22,7 +23,7 @@ use capelab_core::study::iterative::{
 };
 use capelab_core::wire::{ParticipantId, To};
 
-use super::protocol::{FromWorker, OwnData, ToWorker};
+use super::protocol::{FromWorker, OwnData, OwnFiles, ToWorker};
 use super::view::{DataSummary, IcaSiteView, NoisePoint, phase_text};
 
 enum Role {
@@ -34,7 +35,7 @@ enum Role {
 #[derive(Clone, Debug, PartialEq)]
 enum DataKey {
     Synthetic(PublicSynthetic, u64),
-    File(String, usize),
+    Own(String),
 }
 
 #[derive(Default)]
@@ -153,7 +154,7 @@ impl Engine {
         own: Option<OwnData>,
     ) -> Result<SiteData, String> {
         let key = match (&own, synthetic) {
-            (Some(file), _) => DataKey::File(file.name.clone(), file.timepoints),
+            (Some(own), _) => DataKey::Own(own.describe()),
             (None, Some(public)) => DataKey::Synthetic(public, seed),
             (None, None) => match &self.data {
                 Some((key, ..)) => key.clone(),
@@ -170,8 +171,8 @@ impl Engine {
             return Ok(data.clone());
         }
         let (data, origin) = match (&key, own) {
-            (DataKey::File(name, timepoints), Some(file)) => {
-                (load_matrix(&file.bytes, name, *timepoints)?, format!("loaded from {name}"))
+            (DataKey::Own(description), Some(own)) => {
+                (load_own(&own)?, format!("loaded in this tab: {description}"))
             }
             (DataKey::Synthetic(public, seed), _) => (
                 public.site_data(*seed).map_err(|e| e.to_string())?,
@@ -290,8 +291,27 @@ impl<C: SiteStep> RoleInput for IterativeSite<C, Ledger> {
     }
 }
 
-/// A matrix file (CSV, or `.npy` by name) as site data: D × N, subjects of `timepoints` columns,
-/// demeaned and clipped at ‖x‖ = 1 as the generator's data are.
+/// A site's own files as its data: read, then demeaned, scaled by the public scale and clipped
+/// at ‖x‖ = 1 as the generator's data are.
+pub fn load_own(own: &OwnData) -> Result<SiteData, String> {
+    if !(own.scale.is_finite() && own.scale > 0.0) {
+        return Err(format!("the public scale {} must be positive", own.scale));
+    }
+    let mut data = match &own.files {
+        OwnFiles::Matrix { name, bytes, timepoints } => load_matrix(bytes, name, *timepoints)?,
+        OwnFiles::Nifti { subjects, mask } => {
+            let mask =
+                BrainMask::from_nifti(&mask.bytes).map_err(|e| format!("{}: {e}", mask.name))?;
+            let images: Vec<&[u8]> = subjects.iter().map(|s| s.bytes.as_slice()).collect();
+            site_from_nifti(&images, &mask).map_err(|e| e.to_string())?
+        }
+    };
+    normalise_site(&mut data, own.scale);
+    Ok(data)
+}
+
+/// A matrix file (CSV, or `.npy` by name) as site data: D × N, subjects of `timepoints` columns
+/// (not yet normalised).
 pub fn load_matrix(bytes: &[u8], name: &str, timepoints: usize) -> Result<SiteData, String> {
     let x = if name.to_ascii_lowercase().ends_with(".npy") {
         parse_npy(bytes)
@@ -306,9 +326,7 @@ pub fn load_matrix(bytes: &[u8], name: &str, timepoints: usize) -> Result<SiteDa
         ));
     }
     let subjects = x.ncols() / timepoints;
-    let mut data = SiteData::new(x, vec![timepoints; subjects]).map_err(|e| e.to_string())?;
-    normalise_site(&mut data, 1.0);
-    Ok(data)
+    SiteData::new(x, vec![timepoints; subjects]).map_err(|e| e.to_string())
 }
 
 /// An `iter/decline` for a study this tab cannot take part in (e.g. no data).

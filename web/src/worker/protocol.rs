@@ -33,13 +33,55 @@ pub enum ToWorker {
     },
 }
 
-/// A data matrix a site loaded: D voxels × N time points, subjects of `timepoints` columns.
+/// A site's own data, loaded in its tab: never sent, demeaned, scaled by the public `scale` and
+/// clipped at ‖x‖ = 1 in the worker (as the CLI's `--data`/`--nifti-site` with `--data-scale`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OwnData {
+    pub files: OwnFiles,
+    /// The public scale applied after demeaning (choose it from units, not from the data).
+    pub scale: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum OwnFiles {
+    /// D voxels × N time points (CSV, or `.npy` by name), subjects of `timepoints` columns.
+    Matrix {
+        name: String,
+        #[serde(with = "bytes")]
+        bytes: Vec<u8>,
+        timepoints: usize,
+    },
+    /// One 4-D NIfTI image per subject (`.nii` or `.nii.gz`) and a 3-D brain mask: D = the
+    /// voxels inside the mask.
+    Nifti { subjects: Vec<NamedBytes>, mask: NamedBytes },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NamedBytes {
     pub name: String,
     #[serde(with = "bytes")]
     pub bytes: Vec<u8>,
-    pub timepoints: usize,
+}
+
+impl OwnData {
+    /// What the files are, for the tab and the data's cache key.
+    pub fn describe(&self) -> String {
+        let files = match &self.files {
+            OwnFiles::Matrix { name, timepoints, .. } => {
+                format!("{name} (subjects of {timepoints} time points)")
+            }
+            OwnFiles::Nifti { subjects, mask } => {
+                let names: Vec<&str> = subjects.iter().map(|s| s.name.as_str()).collect();
+                format!(
+                    "{} NIfTI subject(s) [{}] under mask {}",
+                    subjects.len(),
+                    names.join(", "),
+                    mask.name
+                )
+            }
+        };
+        format!("{files}, public scale {}", self.scale)
+    }
 }
 
 /// Worker → main thread.

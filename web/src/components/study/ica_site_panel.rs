@@ -13,7 +13,8 @@ use crate::components::charts::scale::{Scale, format_value};
 use crate::components::charts::svg::PALETTE;
 use crate::download;
 use crate::study_driver::site::SiteStudy;
-use crate::worker::protocol::OwnData;
+use crate::worker::engine::load_own;
+use crate::worker::protocol::{NamedBytes, OwnData, OwnFiles};
 use crate::worker::view::{IcaSiteView, step_title};
 
 #[component]
@@ -133,35 +134,45 @@ fn IcaSiteStep(view: IcaSiteView) -> impl IntoView {
     }
 }
 
-/// Load a D×N matrix (CSV, or .npy) to use instead of generated subjects.
+/// Load the site's own data instead of generated subjects: a D×N matrix (CSV or .npy), or one
+/// NIfTI image per subject with a brain mask. Checked here, used in the worker, never sent.
 #[component]
 fn OwnDataCard(study: SiteStudy) -> impl IntoView {
     let timepoints = RwSignal::new("250".to_owned());
+    let scale = RwSignal::new("1".to_owned());
     let error = RwSignal::new(None::<String>);
-    let input = NodeRef::<leptos::html::Input>::new();
+    let files_input = NodeRef::<leptos::html::Input>::new();
+    let mask_input = NodeRef::<leptos::html::Input>::new();
     let load = move |_| {
-        let Some(el) = input.get() else { return };
-        let el: web_sys::HtmlInputElement = el;
-        let Ok(t) = timepoints.get_untracked().trim().parse::<usize>() else {
-            error.set(Some(format!(
-                "time points per subject: “{}” is not a whole number",
-                timepoints.get_untracked()
-            )));
-            return;
+        let (Some(files_el), Some(mask_el)) = (files_input.get(), mask_input.get()) else { return };
+        let (files_el, mask_el): (web_sys::HtmlInputElement, web_sys::HtmlInputElement) =
+            (files_el, mask_el);
+        let scale = match scale.get_untracked().trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v > 0.0 => v,
+            _ => {
+                error.set(Some(format!(
+                    "public scale: “{}” is not a positive number",
+                    scale.get_untracked()
+                )));
+                return;
+            }
         };
+        let timepoints = timepoints.get_untracked();
         leptos::task::spawn_local(async move {
-            match download::picked_file_bytes(&el).await {
-                Ok(Some((name, bytes))) => {
-                    // Checked now so a bad file is named here, not in the middle of a study.
-                    match crate::worker::engine::load_matrix(&bytes, &name, t) {
-                        Ok(_) => {
-                            error.set(None);
-                            study.view.ica_file.set(Some(OwnData { name, bytes, timepoints: t }));
-                        }
-                        Err(e) => error.set(Some(e)),
+            let picked = async {
+                let files = download::picked_files_bytes(&files_el).await?;
+                let mask = download::picked_files_bytes(&mask_el).await?;
+                own_data(files, mask, &timepoints, scale)
+            };
+            match picked.await {
+                Ok(own) => match load_own(&own) {
+                    // Checked now, so a bad file is named here, not in the middle of a study.
+                    Ok(_) => {
+                        error.set(None);
+                        study.view.ica_file.set(Some(own));
                     }
-                }
-                Ok(None) => error.set(Some("pick a file first".into())),
+                    Err(e) => error.set(Some(e)),
+                },
                 Err(e) => error.set(Some(e)),
             }
         });
@@ -170,22 +181,62 @@ fn OwnDataCard(study: SiteStudy) -> impl IntoView {
         <section class="card" data-testid="ica-own-data">
             <h2>"Joint ICA data"</h2>
             {move || match study.view.ica_file.get() {
-                Some(file) => view! {
-                    <p class="muted" data-testid="ica-own-file">
-                        {format!("Using {} ({} bytes, subjects of {} time points) instead of generated subjects.", file.name, file.bytes.len(), file.timepoints)}
-                    </p>
+                Some(own) => view! {
+                    <p class="muted" data-testid="ica-own-file">{format!("Using {} instead of generated subjects.", own.describe())}</p>
                     <button type="button" class="button button-small" on:click=move |_| study.view.ica_file.set(None)>"Use generated subjects"</button>
                 }.into_any(),
                 None => view! {
-                    <p class="muted">"By default this tab generates its own subjects when a study starts. Or load a matrix: D voxels × N time points (CSV, or .npy), subjects of equal length; it is demeaned and clipped here and never sent."</p>
+                    <p class="muted">
+                        "By default this tab generates its own subjects when a study starts. Or load your own: "
+                        "a matrix of D voxels × N time points (CSV or .npy, subjects of equal length), or one "
+                        "4-D NIfTI image per subject (.nii, .nii.gz) with a 3-D brain mask (D = voxels inside). "
+                        "It is demeaned, multiplied by the public scale and clipped here, and never sent. "
+                        "Its D must be the study's."
+                    </p>
                 }.into_any(),
             }}
             <div class="field-grid">
-                <label>"matrix file"<input type="file" accept=".csv,.npy,text/csv" node_ref=input data-testid="ica-file-input" /></label>
-                <label>"time points per subject"<input inputmode="numeric" bind:value=timepoints /></label>
+                <label>"data files"<input type="file" multiple accept=".csv,.npy,.nii,.gz,text/csv" node_ref=files_input data-testid="ica-file-input" /></label>
+                <label>"brain mask (NIfTI only)"<input type="file" accept=".nii,.gz" node_ref=mask_input data-testid="ica-mask-input" /></label>
+                <label>"time points per subject (matrix only)"<input inputmode="numeric" bind:value=timepoints /></label>
+                <label>"public scale"<input inputmode="decimal" bind:value=scale /></label>
             </div>
-            <button type="button" class="button button-small" data-testid="ica-load-file" on:click=load>"Use this file"</button>
+            <button type="button" class="button button-small" data-testid="ica-load-file" on:click=load>"Use these files"</button>
             {move || error.get().map(|e| view! { <p class="callout callout-error" data-testid="ica-file-error">{e}</p> })}
         </section>
     }
+}
+
+/// The picked files as [`OwnData`]: NIfTI images need the mask; one matrix file otherwise.
+fn own_data(
+    files: Vec<(String, Vec<u8>)>,
+    mask: Vec<(String, Vec<u8>)>,
+    timepoints: &str,
+    scale: f64,
+) -> Result<OwnData, String> {
+    let is_nifti = |name: &str| {
+        let n = name.to_ascii_lowercase();
+        n.ends_with(".nii") || n.ends_with(".nii.gz")
+    };
+    if files.is_empty() {
+        return Err("pick a data file first".into());
+    }
+    let files = if files.iter().all(|(name, _)| is_nifti(name)) {
+        let Some((name, bytes)) = mask.into_iter().next() else {
+            return Err("NIfTI images need a brain mask: pick one".into());
+        };
+        let mut subjects: Vec<NamedBytes> =
+            files.into_iter().map(|(name, bytes)| NamedBytes { name, bytes }).collect();
+        subjects.sort_by(|a, b| a.name.cmp(&b.name));
+        OwnFiles::Nifti { subjects, mask: NamedBytes { name, bytes } }
+    } else if files.len() == 1 {
+        let (name, bytes) = files.into_iter().next().expect("one file");
+        let timepoints = timepoints.trim().parse::<usize>().map_err(|_| {
+            format!("time points per subject: “{timepoints}” is not a whole number")
+        })?;
+        OwnFiles::Matrix { name, bytes, timepoints }
+    } else {
+        return Err("pick one matrix file, or NIfTI images (.nii, .nii.gz) only".into());
+    };
+    Ok(OwnData { files, scale })
 }
