@@ -120,7 +120,7 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
     const comparison = '[data-testid="nn-comparison"]';
     assert.equal(Number(await attr(page, comparison, 'data-runs')), 2);
     const legend = await page.textContent(`${comparison} svg`);
-    assert.match(legend, /Training 1 · CAPE · ε\/iter 0\.5 · overall ε/);
+    assert.match(legend, /Training 1 · CAPE · ε\/iter 0\.50* · overall ε \d/);
     assert.match(legend, /Training 2 · non-private · no guarantee/);
     await shot(dashboard, 'nn-03-comparison');
     await shot(labD.tab, 'nn-04-site-declined');
