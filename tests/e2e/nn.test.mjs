@@ -7,6 +7,9 @@
 // - J = 20 iterations of CAPE training run to the end: the accuracy chart has J points, the
 //   held-out accuracy at the end is a finite number above chance, the guarantee is shown, and
 //   each site's ledger holds J releases (one per iteration it released).
+// - a non-private comparison run: the sites that ticked the opt-in take part, the one that did
+//   not declines and the dashboard shows its reason; its ledger records nothing; the two runs
+//   appear together in the comparison chart.
 // A site leaving mid-training (ZeroSumBroken naming it) is covered by the web unit tests on the
 // simulated study (study_view::nn), not here.
 
@@ -38,13 +41,13 @@ async function ledgerCount(site) {
   return Number(await attr(site.tab.page, '[data-testid="ledger-releases"]', 'data-count'));
 }
 
-async function startNn(dashboard, { iterations }) {
+async function startNn(dashboard, { iterations, mode = 'upfront' }) {
   const { page } = dashboard;
   await page.click('[data-testid="pick-nn"]');
   await page.waitForSelector('[data-testid="nn-panel"]', { timeout: STEP_TIMEOUT_MS });
   await page.fill('#nn-iterations', String(iterations));
   await page.fill('#nn-epsilon', '0.5');
-  await page.selectOption('#nn-mode', 'upfront');
+  await page.selectOption('#nn-mode', mode);
   await page.click('[data-testid="start-nn"]');
 }
 
@@ -89,6 +92,38 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
     }
     await shot(dashboard, 'nn-01-dashboard');
     await shot(sites[0].tab, 'nn-02-site');
+    assertNoErrors(tabs);
+  });
+
+  it('runs non-private only with the sites that opted in; the runs are compared side by side', async () => {
+    const { page } = dashboard;
+    const [labA, labB, labC, labD] = sites;
+    for (const site of [labA, labB, labC]) {
+      await site.tab.page.setChecked('[data-testid="allow-nonprivate"]', true);
+    }
+    const before = await Promise.all(sites.map(ledgerCount));
+    const jNonPrivate = 10;
+    await startNn(dashboard, { iterations: jNonPrivate, mode: 'nonprivate' });
+    const result = '[data-testid="nn-result"][data-round="2"]';
+    await page.waitForSelector(result, { timeout: TRAINING_TIMEOUT_MS });
+    assert.equal(await attr(page, result, 'data-completed'), 'true', await page.textContent(`${result} [data-testid="nn-stop"]`));
+    assert.equal(Number(await attr(page, result, 'data-iterations')), jNonPrivate);
+    const declined = await page.$$eval(`${result} [data-testid="nn-declined"]`, (els) => els.map((e) => e.textContent));
+    assert.equal(declined.length, 1, `only Lab D declines: ${declined}`);
+    assert.match(declined[0], /^Lab D declined: .*non-private/);
+    assert.match(await page.textContent(`${result} [data-testid="nn-guarantee"]`), /Non-private run/);
+    await labA.tab.page.waitForSelector(`[data-testid="nn-site"][data-released="${jNonPrivate}"]`, { timeout: STEP_TIMEOUT_MS });
+    const after = await Promise.all(sites.map(ledgerCount));
+    assert.deepEqual(after, before, 'a non-private run records nothing in any ledger');
+    assert.equal(Number(await attr(labD.tab.page, '[data-testid="nn-site"]', 'data-released')), 0);
+
+    const comparison = '[data-testid="nn-comparison"]';
+    assert.equal(Number(await attr(page, comparison, 'data-runs')), 2);
+    const legend = await page.textContent(`${comparison} svg`);
+    assert.match(legend, /Training 1 · CAPE · ε\/iter 0\.50* · overall ε \d/);
+    assert.match(legend, /Training 2 · non-private · no guarantee/);
+    await shot(dashboard, 'nn-03-comparison');
+    await shot(labD.tab, 'nn-04-site-declined');
     assertNoErrors(tabs);
   });
 });

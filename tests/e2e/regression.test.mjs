@@ -8,6 +8,12 @@
 //   loss-vs-ε chart, and the guarantee; each site's ledger recorded exactly the two releases
 //   (CAPE's joint release of Λ₀, Λ₁, Λ₂ and the conventional one), and each site shows, locally,
 //   the shared model's loss on its records next to its own non-private fit;
+// - a site loads a CSV of raw-scale values (paste box, "raw scale"); the dashboard runs with public
+//   bounds; the site maps its table with them, shows how many values it clamped, and the round
+//   completes with a model; the comparison table has a row per round;
+// - a malformed CSV (a non-numeric cell) gives a message naming line and column and the site
+//   keeps its data; a table without the target column is refused at the site with a message
+//   naming the row, the site declines (its ledger records nothing) and the round goes on;
 // - a site closing its tab in the middle of a step-by-step round: the round still completes
 //   among the other three, and the loss-vs-ε chart has a point per round.
 
@@ -45,10 +51,41 @@ async function nextRound(dashboard, step) {
   await dashboard.page.click(`${held} [data-testid="next-round"]`);
 }
 
-async function startRegression(dashboard, { step, epsilon }) {
+/** `n` raw records of FEATURES columns on [0, 100], [−10, 10], [0, 1000] and a target on
+ * [0, 50], `outside` of them with the first feature at 150 (outside its bounds). */
+function rawCsv(n, outside) {
+  const lines = ['age,temp,dose,y'];
+  for (let i = 0; i < n; i++) {
+    const a = i < outside ? 150 : (i * 37) % 100;
+    const b = ((i * 13) % 200) / 10 - 10;
+    const c = (i * 71) % 1000;
+    const y = (0.2 * Math.min(a, 100) + 0.5 * (b + 10) + 0.01 * c) % 50;
+    lines.push(`${a},${b.toFixed(1)},${c},${y.toFixed(3)}`);
+  }
+  return lines.join('\n');
+}
+
+const RAW_BOUNDS = 'age: 0, 100\ntemp: -10, 10\ndose: 0, 1000\ny: 0, 50';
+
+/** The site pastes `text` as its values, at raw scale. */
+async function pasteRaw(site, text) {
+  const { page } = site.tab;
+  await page.click('[data-testid="source-typed"]');
+  await page.setChecked('[data-testid="raw-scale"]', true);
+  await page.fill('#data-typed', text);
+  await page.click('[data-testid="use-typed"]');
+}
+
+async function useSeed(site) {
+  await site.tab.page.click('[data-testid="source-seed"]');
+  await site.tab.page.click('[data-testid="use-seed"]');
+}
+
+async function startRegression(dashboard, { step, epsilon, bounds = '0, 1' }) {
   const { page } = dashboard;
   await page.click('[data-testid="pick-regression"]');
   await page.waitForSelector('[data-testid="regression-panel"]', { timeout: STEP_TIMEOUT_MS });
+  await page.fill('#reg-bounds', bounds);
   await page.fill('#reg-epsilon', epsilon);
   await page.fill('#reg-records', '500');
   await page.fill('#reg-features', String(FEATURES));
@@ -114,9 +151,51 @@ describe('capeFM over the real relay', { concurrency: false }, () => {
     assertNoErrors(tabs);
   });
 
+  it('a site maps its raw CSV with the public bounds; a malformed one is refused, nothing sent', async () => {
+    const { page } = dashboard;
+    const [labA, labB] = sites;
+    // a non-numeric cell: the message names line and column, the data stay seeded
+    await pasteRaw(labB, 'age,temp,dose,y\n63,1.5,200,20\n70,x,100,3\n');
+    const error = await labB.tab.page.waitForSelector('[data-testid="data-error"]', { timeout: STEP_TIMEOUT_MS });
+    assert.match(await error.textContent(), /^line 3, column 2: “x” is not a number/);
+    assert.match(await labB.tab.page.textContent('[data-testid="data-origin"]'), /generated from seed/);
+    // a table with the features only (no target column): readable, but refused at the start
+    await pasteRaw(labB, rawCsv(500, 0).split('\n').map((l) => l.split(',').slice(0, 3).join(',')).join('\n'));
+    await labB.tab.page.waitForSelector('[data-testid="data-origin"]:has-text("typed")', { timeout: STEP_TIMEOUT_MS });
+    // Lab A: 500 raw records, 7 of them outside the public bounds
+    await pasteRaw(labA, rawCsv(500, 7));
+    await labA.tab.page.waitForSelector('[data-testid="data-origin"]:has-text("typed")', { timeout: STEP_TIMEOUT_MS });
+    const before = { a: await ledgerCount(labA), b: await ledgerCount(labB) };
+
+    await startRegression(dashboard, { step: false, epsilon: '0.9', bounds: RAW_BOUNDS });
+    const result = await roundResult(dashboard, 2);
+    assert.equal(await attr(page, result, 'data-status'), 'estimated');
+    const label = await page.textContent(`${result} [data-testid="regression-model"] .label`);
+    assert.match(label, /3 sites/, 'Lab B declined, the other three fitted the model');
+    const weights = JSON.parse(await attr(page, `${result} [data-testid="regression-model"]`, 'data-weights'));
+    assert.ok(weights.length === FEATURES && weights.every(Number.isFinite), `finite ŵ: ${weights}`);
+
+    assert.equal(Number(await attr(labA.tab.page, '[data-testid="data-prepared"]', 'data-clamped')), 7);
+    assert.equal(await ledgerCount(labA), before.a + 2, 'Lab A released (CAPE and conventional)');
+    const refused = await labB.tab.page.waitForSelector('[data-testid="data-refused"]', { timeout: STEP_TIMEOUT_MS });
+    assert.match(await refused.textContent(), /row 1 has 3 column\(s\), the study needs 4/);
+    assert.equal(await ledgerCount(labB), before.b, 'Lab B released nothing');
+    assert.match(await page.textContent(result), /Lab B/, 'the dashboard names the site that declined');
+
+    const rows = await page.$$('[data-testid="regression-comparison-row"]');
+    assert.equal(rows.length, 2, 'a comparison row per round');
+    await page.waitForSelector(`${result} [data-testid="export-regression-csv"]`);
+    await shot(dashboard, 'regression-03-raw-csv');
+    await shot(labA.tab, 'regression-04-site-raw-csv');
+    await useSeed(labA);
+    await useSeed(labB);
+    assertNoErrors(tabs);
+  });
+
   it('completes among three sites when one closes its tab mid-round', async () => {
     const { page } = dashboard;
-    await startRegression(dashboard, { step: true, epsilon: '0.5' });
+    const before = await Promise.all(sites.slice(0, 3).map(ledgerCount));
+    await startRegression(dashboard, { step: true, epsilon: '0.5', bounds: '0, 1' });
     await nextRound(dashboard, 'advertise-keys');
     await nextRound(dashboard, 'share-keys');
     await page.waitForSelector('[data-testid="held-step"][data-step="masked-input"]', {
@@ -130,17 +209,17 @@ describe('capeFM over the real relay', { concurrency: false }, () => {
     await nextRound(dashboard, 'masked-input');
     await nextRound(dashboard, 'unmask');
     await nextRound(dashboard, 'release');
-    const result = await roundResult(dashboard, 2);
+    const result = await roundResult(dashboard, 3);
     assert.equal(await attr(page, result, 'data-status'), 'estimated');
     const label = await page.textContent(`${result} [data-testid="regression-model"] .label`);
     assert.match(label, /3 sites/);
-    for (const site of sites.slice(0, 3)) {
+    for (const [i, site] of sites.slice(0, 3).entries()) {
       await site.tab.page.waitForSelector('[data-testid="site-regression"]', { timeout: STEP_TIMEOUT_MS });
-      assert.equal(await ledgerCount(site), 4, `${site.name}: two more releases (CAPE and conventional)`);
+      assert.equal(await ledgerCount(site), before[i] + 2, `${site.name}: two more releases (CAPE and conventional)`);
     }
     const dots = await page.$$(`${result} [data-testid="loss-chart"] svg circle`);
     assert.ok(dots.length >= 2, `a point per round on the loss chart (${dots.length})`);
-    await shot(dashboard, 'regression-03-dashboard-dropout');
+    await shot(dashboard, 'regression-05-dashboard-dropout');
     assertNoErrors(tabs);
   });
 });

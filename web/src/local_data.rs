@@ -117,8 +117,41 @@ pub enum TableError {
 /// The most values a table may hold (rows × columns).
 pub const MAX_VALUES: usize = 1_000_000;
 
-/// Reads rows of numbers from typed text or a CSV file. See the module docs for the format.
+/// Reads rows of numbers from typed text or a CSV file, each in [0, 1]. See the module docs for
+/// the format.
 pub fn parse_table(text: &str) -> Result<Table, TableError> {
+    let (table, lines_of_rows) = read_rows(text)?;
+    let rows = table.rows;
+    let width = rows[0].len();
+    // The core's own check of the study's domain, its 0-based places turned into lines.
+    if let Err(e) = check_rows(&rows, rows.len(), width) {
+        return Err(match e {
+            DataError::OutOfRange { row, column, value } => {
+                TableError::OutOfRange { line: lines_of_rows[row], column: column + 1, value }
+            }
+            DataError::NotFinite { row, column, value } => TableError::NotFinite {
+                line: lines_of_rows[row],
+                column: column + 1,
+                value: value.to_string(),
+            },
+            // Counted and widths checked above.
+            DataError::WrongRowCount { .. }
+            | DataError::WrongWidth { .. }
+            | DataError::RowNorm { .. }
+            | DataError::Label { .. } => TableError::Empty,
+        });
+    }
+    Ok(Table { rows, header: table.header })
+}
+
+/// Reads rows of finite numbers at any scale: a raw CSV for the regression study, which maps it
+/// into FM's domain with the dashboard's public bounds ([`crate::public_bounds`]).
+pub fn parse_raw_table(text: &str) -> Result<Table, TableError> {
+    read_rows(text).map(|(table, _)| table)
+}
+
+/// The rows of finite numbers and the line each came from.
+fn read_rows(text: &str) -> Result<(Table, Vec<usize>), TableError> {
     let mut header = None;
     let mut rows: Vec<Vec<f64>> = Vec::new();
     let mut lines_of_rows: Vec<usize> = Vec::new();
@@ -161,26 +194,7 @@ pub fn parse_table(text: &str) -> Result<Table, TableError> {
     if rows.is_empty() {
         return Err(TableError::Empty);
     }
-    let width = rows[0].len();
-    // The core's own check of the study's domain, its 0-based places turned into lines.
-    if let Err(e) = check_rows(&rows, rows.len(), width) {
-        return Err(match e {
-            DataError::OutOfRange { row, column, value } => {
-                TableError::OutOfRange { line: lines_of_rows[row], column: column + 1, value }
-            }
-            DataError::NotFinite { row, column, value } => TableError::NotFinite {
-                line: lines_of_rows[row],
-                column: column + 1,
-                value: value.to_string(),
-            },
-            // Counted and widths checked above.
-            DataError::WrongRowCount { .. }
-            | DataError::WrongWidth { .. }
-            | DataError::RowNorm { .. }
-            | DataError::Label { .. } => TableError::Empty,
-        });
-    }
-    Ok(Table { rows, header })
+    Ok((Table { rows, header }, lines_of_rows))
 }
 
 /// Cells of one line: split at commas, else semicolons, else tabs (empty cells kept, so a missing
@@ -341,6 +355,26 @@ mod tests {
         assert_eq!(table.rows, vec![vec![0.5, 0.25], vec![1.0, 0.0]]);
         assert_eq!(table.width(), 2);
         assert_eq!(table.mean(), vec![0.75, 0.125]);
+    }
+
+    #[test]
+    fn raw_tables_keep_any_scale_but_not_junk() {
+        let t = parse_raw_table("age,bmi,y\n63, 31.2, 151\n-4e2,0,1e3\n").unwrap();
+        assert_eq!(t.rows, [[63.0, 31.2, 151.0], [-400.0, 0.0, 1000.0]]);
+        assert_eq!(t.header.map(|h| h.len()), Some(3));
+        assert_eq!(
+            parse_raw_table("1,2\n3,x").unwrap_err(),
+            TableError::NotANumber { line: 2, column: 2, value: "x".into() }
+        );
+        assert!(matches!(
+            parse_raw_table("1,inf").unwrap_err(),
+            TableError::NotFinite { line: 1, column: 2, .. }
+        ));
+        assert_eq!(
+            parse_raw_table("1,2,3\n4,5").unwrap_err(),
+            TableError::Ragged { line: 2, expected: 3, got: 2 }
+        );
+        assert!(parse_table("63,1").is_err(), "the [0, 1] parser still refuses raw values");
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod ledger_report;
 mod ledger_store;
 mod local_data;
 mod page_url;
+mod public_bounds;
 mod room_code;
 mod roster;
 mod routes;

@@ -25,8 +25,8 @@ use capelab_core::study::mean::{
     AggregatorPhase, AggregatorSettings, Declined, MeanAggregator, NoisePlan, StudyDropout,
     StudyOutcome, StudyParams,
 };
-use capelab_core::transport::TransportEvent;
-use capelab_core::wire::{ParticipantId, Role};
+use capelab_core::transport::{Transport, TransportEvent};
+use capelab_core::wire::{ParticipantId, Role, To};
 use gloo::timers::callback::Timeout;
 use leptos::prelude::*;
 
@@ -38,6 +38,7 @@ use super::step_gate::{PausableClock, Step, StepGate};
 use super::wall_ms;
 use super::wire::{StudyTransport, WireLine, WireLog, send_noted};
 use crate::ledger_report::{self, LedgerReport};
+use crate::public_bounds::{self, BoundsAnnouncement};
 use crate::roster::display_name;
 use crate::session::RoomState;
 
@@ -243,6 +244,13 @@ impl DashboardStudy {
         let (aggregator, start) =
             MeanAggregator::start(form.params, AggregatorSettings::default(), os_rng(), now)
                 .map_err(|e| e.to_string())?;
+        if let Some(bounds) = form.bounds {
+            // Public, so sent to everyone, ahead of the start the sites map their tables with.
+            let announced = BoundsAnnouncement { study: aggregator.study(), bounds };
+            let mut ws = ws.clone();
+            ws.send(To::All, public_bounds::KIND, &announced.encode())
+                .map_err(|e| format!("could not announce the public bounds: {e}"))?;
+        }
         let gate = Rc::new(RefCell::new(StepGate::new(form.step_mode)));
         let transport =
             StudyTransport { ws, gate: Some(gate.clone()), log: inner.log.clone(), now: wall_ms };

@@ -1,5 +1,6 @@
 //! The dashboard's "Private mean" form, read and checked before anything is sent.
 
+use capelab_core::data::Bounds;
 use capelab_core::fm::{Calibration as FmCalibration, Model};
 use capelab_core::secagg;
 use capelab_core::study::iterative::nn::NnTask;
@@ -7,6 +8,8 @@ use capelab_core::study::iterative::{IterativeConfigError, IterativeParams, Nois
 use capelab_core::study::mean::{Calibration, Query, StudyConfigError, StudyParams};
 use capelab_core::study::regression::RegressionQuery;
 use capelab_core::wire::ParticipantId;
+
+use crate::public_bounds::{BoundsError, DEFAULT_BOUNDS_TEXT, parse_bounds};
 
 /// What the teacher typed, as text (the form's fields).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +45,9 @@ impl Default for MeanFields {
 pub struct MeanForm {
     pub params: StudyParams,
     pub step_mode: bool,
+    /// A regression's public bounds, announced to the sites with the study
+    /// ([`crate::public_bounds`]); `None` for a mean.
+    pub bounds: Option<Bounds>,
 }
 
 /// A form field that is not a number of the right kind, or parameters the core refuses.
@@ -63,6 +69,8 @@ pub enum FormError {
     NotPositive { field: &'static str, value: f64 },
     #[error("{0}")]
     Invalid(String),
+    #[error("{0}")]
+    Bounds(#[from] BoundsError),
 }
 
 /// The threshold the core picks when the field is empty: ⌊2S/3⌋ + 1.
@@ -89,7 +97,7 @@ impl MeanFields {
         if !self.threshold.trim().is_empty() {
             params = params.with_threshold(count("threshold t", &self.threshold)?)?;
         }
-        Ok(MeanForm { params, step_mode: self.step_mode })
+        Ok(MeanForm { params, step_mode: self.step_mode, bounds: None })
     }
 }
 
@@ -104,6 +112,8 @@ pub struct RegressionFields {
     pub conventional: bool,
     pub analytic: bool,
     pub step_mode: bool,
+    /// Public bounds of the sites' raw CSV columns ([`parse_bounds`]); seeded data ignore them.
+    pub bounds: String,
 }
 
 impl Default for RegressionFields {
@@ -117,6 +127,7 @@ impl Default for RegressionFields {
             conventional: true,
             analytic: false,
             step_mode: false,
+            bounds: DEFAULT_BOUNDS_TEXT.into(),
         }
     }
 }
@@ -139,7 +150,8 @@ impl RegressionFields {
             .with_dimension(features)?
             .with_conventional(self.conventional)
             .with_calibration(calibration)?;
-        Ok(MeanForm { params, step_mode: self.step_mode })
+        let bounds = parse_bounds(&self.bounds, features, model)?;
+        Ok(MeanForm { params, step_mode: self.step_mode, bounds: Some(bounds) })
     }
 }
 
@@ -259,6 +271,19 @@ mod tests {
         let logistic = RegressionFields { logistic: true, ..RegressionFields::default() };
         let p = logistic.read(vec![2, 3]).unwrap().params;
         assert_eq!(p.vector_len(), 5 + 15);
+        // the default bounds: every column on [0, 1], announced with the study
+        let b = form.bounds.expect("a regression announces bounds");
+        assert_eq!((b.features, b.target), (vec![(0.0, 1.0); 5], Some((0.0, 1.0))));
+        let typed = RegressionFields {
+            features: "2".into(),
+            bounds: "19, 79\n18, 42\n25, 346".into(),
+            ..RegressionFields::default()
+        };
+        let b = typed.read(vec![2, 3]).unwrap().bounds.unwrap();
+        assert_eq!((b.features, b.target), (vec![(19.0, 79.0), (18.0, 42.0)], Some((25.0, 346.0))));
+        let short = RegressionFields { bounds: "0, 1\n0, 2".into(), ..RegressionFields::default() };
+        assert!(matches!(short.read(vec![2, 3]), Err(FormError::Bounds(_))));
+        assert!(MeanFields::default().read(vec![2, 3]).unwrap().bounds.is_none());
         let wide = RegressionFields { features: "65".into(), ..RegressionFields::default() };
         assert!(matches!(
             wide.read(vec![2, 3]),

@@ -43,6 +43,7 @@ use super::wire::{StudyTransport, WireLog};
 use crate::ledger_report::{self, LedgerReport};
 use crate::ledger_store;
 use crate::local_data::{DataSource, fresh_seed};
+use crate::public_bounds::{self, BoundsAnnouncement, PreparedNote};
 use crate::roster::display_name;
 use crate::session::RoomState;
 use crate::worker::host::WorkerHost;
@@ -131,6 +132,11 @@ pub struct SiteView {
     pub ica_file: RwSignal<Option<OwnData>>,
     /// Where this site's values come from; the Local data panel edits it.
     pub data: RwSignal<DataSource>,
+    /// How the site's table was mapped with the regression study's public bounds (private).
+    pub prepared: RwSignal<Option<PreparedNote>>,
+    /// Whether this site takes part in non-private NN comparison runs (its exact gradients leave
+    /// the tab); off until the user ticks it, read at each study's start.
+    pub allow_nonprivate: RwSignal<bool>,
 }
 
 /// The site tab's study driver: a `Copy` handle, valid while the site view lives (after that
@@ -155,6 +161,8 @@ struct Inner {
     ica_active: bool,
     /// Ledger entries of the running study already saved and reported.
     saved: usize,
+    /// The public bounds a dashboard announced for its next regression study.
+    bounds: Option<BoundsAnnouncement>,
     log: Rc<RefCell<WireLog>>,
 }
 
@@ -169,6 +177,8 @@ impl SiteStudy {
             ica: RwSignal::new(None),
             ica_file: RwSignal::new(None),
             data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
+            prepared: RwSignal::new(None),
+            allow_nonprivate: RwSignal::new(false),
         };
         let inner = Rc::new(RefCell::new(Inner {
             room,
@@ -180,6 +190,7 @@ impl SiteStudy {
             ica: None,
             ica_active: false,
             saved: 0,
+            bounds: None,
             log: Rc::new(RefCell::new(WireLog::default())),
         }));
         let this = SiteStudy { inner: StoredValue::new_local(inner), view };
@@ -206,6 +217,9 @@ impl SiteStudy {
             }
             TransportEvent::Message { from, kind: k, payload } if k == kind::START => {
                 self.on_start(*from, payload, event);
+            }
+            TransportEvent::Message { from, kind: k, payload } if k == public_bounds::KIND => {
+                self.on_bounds(*from, payload);
             }
             TransportEvent::Message { from, kind: k, payload } if k == iter_kind::START => {
                 match peek_start(payload).map(|(_, computation)| computation) {
@@ -272,7 +286,11 @@ impl SiteStudy {
                 else {
                     return;
                 };
-                let rows = self.view.data.get_untracked().rows_for_study(&params);
+                let bounds = inner.bounds.as_ref().filter(|b| b.study == study);
+                let source = self.view.data.get_untracked();
+                let (rows, note) =
+                    public_bounds::site_rows(&source, &params, bounds.map(|b| &b.bounds));
+                self.view.prepared.set(note);
                 let site = MeanSite::new(me.id, from, rows, ledger, os_rng());
                 inner.nn = None;
                 inner.ica_active = false;
@@ -283,6 +301,21 @@ impl SiteStudy {
             }
         }
         self.feed(event);
+    }
+
+    /// A dashboard announced the public bounds of the regression study it is about to start.
+    fn on_bounds(&self, from: ParticipantId, payload: &[u8]) {
+        let Some(inner) = self.inner() else { return };
+        let mut inner = inner.borrow_mut();
+        let from_dashboard = inner.room.roster.with_untracked(|r| {
+            r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
+        });
+        match BoundsAnnouncement::decode(payload) {
+            Ok(announced) if from_dashboard => inner.bounds = Some(announced),
+            _ => web_sys::console::warn_1(
+                &format!("capelab: ignored public bounds from participant {from}").into(),
+            ),
+        }
     }
 
     /// A dashboard opened an NN study: a fresh iterative site role on this tab's records.
@@ -323,7 +356,7 @@ impl SiteStudy {
                     NnSite::new(data),
                     ledger,
                     os_rng(),
-                    SiteSettings::default(),
+                    SiteSettings { allow_nonprivate: self.view.allow_nonprivate.get_untracked() },
                 );
                 let transport =
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };

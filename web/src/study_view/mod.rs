@@ -7,8 +7,10 @@ core simulates; the components render what they return.
 - [`masked`]: the masked SecureAgg vectors as bits, with uniformity statistics.
 - [`privacy`]: ε spent per site round by round, the accountings compared, Fig. 5.
 - [`export`]: a round as JSON and CSV.
+- [`compare`]: the session's NN runs and regression rounds side by side.
 */
 
+pub mod compare;
 pub mod export;
 pub mod ica;
 pub mod masked;

@@ -161,7 +161,7 @@ pub fn loss_chart(rounds: &[FinishedRound], model: Model) -> LineChartSpec {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use capelab_core::study::mean::sim::{StudySim, StudySimConfig};
     use capelab_core::study::regression::RegressionQuery;
@@ -169,7 +169,8 @@ mod tests {
 
     use crate::local_data::regression_records;
 
-    fn round(number: usize, epsilon: f64) -> FinishedRound {
+    /// A linear capeFM round of 4 seeded sites (D = 3, N_s = 200) run by the core's simulator.
+    pub(crate) fn round(number: usize, epsilon: f64) -> FinishedRound {
         let query = Query::Regression(RegressionQuery::new(Model::Linear));
         let config = StudySimConfig::new(number as u64, epsilon, 1e-5, 200)
             .with_dimension(3)

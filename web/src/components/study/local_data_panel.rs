@@ -9,7 +9,8 @@ use wasm_bindgen::JsCast;
 use crate::components::charts::scale::format_value;
 use crate::download;
 use crate::ledger_store;
-use crate::local_data::{DataSource, parse_table};
+use crate::local_data::{DataSource, Table, TableError, parse_raw_table, parse_table};
+use crate::public_bounds::PreparedNote;
 use crate::study_driver::site::SiteStudy;
 
 /// The size of the seeded preview before any study has said how many values it needs.
@@ -37,6 +38,12 @@ pub fn LocalDataPanel(
     let typed = RwSignal::new("0.42\n0.57\n0.61\n0.38\n0.50".to_owned());
     let error = RwSignal::new(None::<String>);
     let file_name = RwSignal::new(None::<String>);
+    // Raw-scale values (a regression maps them with the dashboard's public bounds) skip the
+    // [0, 1] check; any other study then declines them with the reason.
+    let raw_scale = RwSignal::new(false);
+    let parse = move |text: &str| -> Result<Table, TableError> {
+        if raw_scale.get_untracked() { parse_raw_table(text) } else { parse_table(text) }
+    };
 
     // The seed field follows a seed loaded from storage after the welcome.
     Effect::new(move || {
@@ -58,7 +65,7 @@ pub fn LocalDataPanel(
             seed_text.get_untracked().trim()
         ))),
     };
-    let use_typed = move || match parse_table(&typed.get_untracked()) {
+    let use_typed = move || match parse(&typed.get_untracked()) {
         Ok(table) => {
             error.set(None);
             data.set(DataSource::Table { origin: "typed".into(), table });
@@ -72,7 +79,7 @@ pub fn LocalDataPanel(
         };
         leptos::task::spawn_local(async move {
             match download::picked_file_text(&input).await {
-                Ok(Some((file, text))) => match parse_table(&text) {
+                Ok(Some((file, text))) => match parse(&text) {
                     Ok(table) => {
                         error.set(None);
                         file_name.set(Some(file.clone()));
@@ -168,7 +175,27 @@ pub fn LocalDataPanel(
                 <input id="data-file" type="file" accept=".csv,text/csv,text/plain" on:change=on_file />
                 {move || file_name.get().map(|f| view! { <p class="muted small">"Loaded " {f}</p> })}
             </Show>
+            <Show when=move || choice.get() != Choice::Seed>
+                <label class="check">
+                    <input type="checkbox" data-testid="raw-scale" bind:checked=raw_scale />
+                    "raw scale (a regression maps the columns with the dashboard's public bounds; "
+                    "the target in the last column)"
+                </label>
+            </Show>
             {move || error.get().map(|e| view! { <p class="form-error" data-testid="data-error" role="alert">{e}</p> })}
+            {move || study.view.prepared.get().map(|note| match note {
+                PreparedNote::Mapped { clamped, records } => view! {
+                    <p class="muted" data-testid="data-prepared" data-clamped=clamped>
+                        {records} " records mapped onto the unit ball with the public bounds; "
+                        {clamped} " value(s) outside them clamped (private: the count is never sent)."
+                    </p>
+                }.into_any(),
+                PreparedNote::Refused(why) => view! {
+                    <p class="form-error" data-testid="data-refused" role="alert">
+                        "This table cannot be used for the regression, nothing was sent: " {why}
+                    </p>
+                }.into_any(),
+            })}
             {summary}
         </section>
     }

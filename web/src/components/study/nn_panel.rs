@@ -15,6 +15,7 @@ use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
 use crate::study_driver::form::NnFields;
 use crate::study_driver::nn_run::{NnFinished, NnLive};
+use crate::study_view::compare::nn_comparison_chart;
 use crate::study_view::nn::{
     NnRecord, Progress, epsilon_chart, final_accuracy, final_epsilon_spent, guarantee_lines,
     stop_text, training_chart,
@@ -92,9 +93,27 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             <StartError error=study.view.start_error />
             {move || study.view.nn_live.get().map(|live| view! { <NnLiveView live study /> })}
             {move || {
+                let runs = study.view.nn_rounds.get();
+                (runs.len() >= 2).then(|| view! { <NnComparison runs /> })
+            }}
+            {move || {
                 study.view.nn_rounds.get().into_iter().rev().map(|round| view! { <NnRoundView round /> }).collect_view()
             }}
         </section>
+    }
+}
+
+/// The session's finished trainings overlaid (accuracy per iteration), newest runs included.
+#[component]
+fn NnComparison(runs: Vec<NnFinished>) -> impl IntoView {
+    let spec = nn_comparison_chart(&runs);
+    let id = format!("nn-compare-{}", runs.len());
+    let svg = line::render(&spec, &id);
+    view! {
+        <div class="round-result" data-testid="nn-comparison" data-runs=runs.len()>
+            <h3>"This session's trainings side by side"</h3>
+            <Chart markup=Signal::stored(svg) id=id file_stem="capelab-nn-comparison".to_owned() testid="nn-comparison-chart" />
+        </div>
     }
 }
 
@@ -168,7 +187,7 @@ fn NnRoundView(round: NnFinished) -> impl IntoView {
         <div class="round-result" data-testid="nn-result" data-round=round.number data-completed=completed.to_string() data-iterations=o.iterations>
             <h3>{format!("Training {} · {} · {} sites", round.number, o.params.mode.name(), o.contributors.len())}</h3>
             <p class=if completed { "callout callout-ok" } else { "callout callout-warn" } data-testid="nn-stop">{stop}</p>
-            {declined.into_iter().map(|d| view! { <p class="muted">{d}</p> }).collect_view()}
+            {declined.into_iter().map(|d| view! { <p class="callout callout-warn" data-testid="nn-declined">{d}</p> }).collect_view()}
             <div class="callout" data-testid="nn-guarantee" data-epsilon=epsilon>
                 {if guarantee.is_empty() {
                     view! { <p>"Non-private run: no guarantee, nothing recorded in the ledgers."</p> }.into_any()

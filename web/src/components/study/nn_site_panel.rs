@@ -1,5 +1,5 @@
-//! A site's view of its part in an NN study: its records at a glance (private, never sent), the
-//! iterations it released and how its part ended.
+//! A site's view of its part in an NN study: the opt-in to non-private comparison runs, its
+//! records at a glance (private, never sent), the iterations it released and how its part ended.
 
 use leptos::prelude::*;
 
@@ -7,12 +7,20 @@ use crate::study_driver::site::SiteStudy;
 
 #[component]
 pub fn NnSitePanel(study: SiteStudy) -> impl IntoView {
-    move || {
+    let allow = study.view.allow_nonprivate;
+    // The opt-in is read when a study starts (core `SiteSettings::allow_nonprivate`): a site that
+    // has not ticked it declines a non-private run, and the dashboard shows why.
+    let opt_in = view! {
+        <label class="check" data-testid="nn-nonprivate-opt-in">
+            <input type="checkbox" data-testid="allow-nonprivate" bind:checked=allow />
+            "take part in non-private comparison runs: my exact gradients leave this tab"
+        </label>
+    };
+    let status = move || {
         study.view.nn.get().map(|nn| {
             let end = nn.end.clone().map(|e| view! { <p class="callout" data-testid="nn-site-end">{e}</p> });
             view! {
-                <section class="card site-study" data-testid="nn-site" data-released=nn.released data-records=nn.records>
-                    <h2>"This site in the NN training"</h2>
+                <div data-testid="nn-site" data-released=nn.released data-records=nn.records>
                     <p class="live-phase" data-testid="nn-site-phase">{nn.phase.clone()}</p>
                     <p class="muted">
                         {format!(
@@ -24,8 +32,15 @@ pub fn NnSitePanel(study: SiteStudy) -> impl IntoView {
                         {nn.preview.iter().map(|r| view! { <li>{r.clone()}</li> }).collect_view()}
                     </ul>
                     {end}
-                </section>
+                </div>
             }
         })
+    };
+    view! {
+        <section class="card site-study" data-testid="nn-site-panel">
+            <h2>"This site in the NN training"</h2>
+            {opt_in}
+            {status}
+        </section>
     }
 }

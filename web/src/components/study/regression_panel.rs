@@ -10,9 +10,12 @@ use crate::components::study::start::{StartButton, StartError};
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, forest, line};
 use crate::components::study::mean_panel::LiveStudyView;
+use crate::download;
 use crate::session::RoomState;
 use crate::study_driver::dashboard::{DashboardStudy, FinishedRound};
 use crate::study_driver::form::RegressionFields;
+use crate::study_view::compare::{RegressionRow, regression_rows};
+use crate::study_view::export;
 use crate::study_view::regression::{loss_chart, summary, weights_chart};
 
 #[component]
@@ -26,6 +29,7 @@ pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView
     let conventional = RwSignal::new(d.conventional);
     let analytic = RwSignal::new(d.analytic);
     let step_mode = RwSignal::new(d.step_mode);
+    let bounds = RwSignal::new(d.bounds);
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let running = move || study.view.live.with(Option::is_some);
     let submit = move |ev: leptos::ev::SubmitEvent| {
@@ -39,6 +43,7 @@ pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView
             conventional: conventional.get_untracked(),
             analytic: analytic.get_untracked(),
             step_mode: step_mode.get_untracked(),
+            bounds: bounds.get_untracked(),
         };
         study.start_round(move |sites| fields.read(sites));
     };
@@ -65,12 +70,60 @@ pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView
                         <label class="check"><input type="checkbox" id="reg-analytic" bind:checked=analytic />"analytic calibration (a guarantee at any ε)"</label>
                         <label class="check"><input type="checkbox" id="reg-step" bind:checked=step_mode />"step by step"</label>
                     </div>
+                    <label class="span-all">
+                        "Public bounds of a site's CSV columns (announced to every site: they are public)"
+                        <textarea id="reg-bounds" rows="3" spellcheck="false" bind:value=bounds></textarea>
+                        <span class="muted small">
+                            "One “lo, hi” for every column, or one line per feature and (linear) one for "
+                            "the target, e.g. “age: 19, 79”. Each site maps its CSV onto the unit ball "
+                            "with them and clamps values outside (it counts them but never sends the "
+                            "count). Seeded sites ignore them: their records are generated in the "
+                            "unit ball. Data-dependent scaling is not offered: it is not private."
+                        </span>
+                    </label>
                 </fieldset>
                 <StartButton test_id="start-regression" action="Run capeFM" present running=Signal::derive(running) />
             </form>
             <StartError error=study.view.start_error />
             {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
+            {move || {
+                let rows = regression_rows(&study.view.rounds.get());
+                (!rows.is_empty()).then(|| view! { <RegressionComparison rows /> })
+            }}
         </section>
+    }
+}
+
+/// Every regression round of this session in one table: ε asked for and guaranteed, and the
+/// room's loss at the CAPE and the conventional ŵ.
+#[component]
+fn RegressionComparison(rows: Vec<RegressionRow>) -> impl IntoView {
+    let count = rows.len();
+    let cell = |v: Option<f64>| v.map_or("—".to_owned(), format_value);
+    view! {
+        <div class="round-result" data-testid="regression-comparison" data-rounds=count>
+            <h3>"This session's regression rounds side by side"</h3>
+            <table class="numbers">
+                <thead><tr>
+                    <th>"round"</th><th>"model"</th><th>"ε (calibrated)"</th><th>"ε (guaranteed, full view)"</th>
+                    <th>"sites"</th><th>"loss at capeFM ŵ"</th><th>"loss at conventional ŵ"</th>
+                </tr></thead>
+                <tbody>
+                    {rows.into_iter().map(|r| view! {
+                        <tr data-testid="regression-comparison-row" data-round=r.round data-cape-loss=r.cape_loss.unwrap_or(f64::NAN)>
+                            <td>{r.round}</td><td>{r.model.name()}</td><td>{format_value(r.requested_epsilon)}</td>
+                            <td>{cell(r.guaranteed_epsilon)}</td><td>{r.sites}</td>
+                            <td>{cell(r.cape_loss)}</td><td>{cell(r.conventional_loss)}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <p class="muted small">
+                "Losses are estimated from the released arrays (no extra privacy cost). The "
+                "non-private fit of the room's data cannot be shown here: the dashboard never sees "
+                "any records; each site compares locally with its own non-private fit."
+            </p>
+        </div>
     }
 }
 
@@ -115,6 +168,24 @@ pub fn RegressionRoundView(round: FinishedRound, rounds: Vec<FinishedRound>) -> 
     });
     let cape = s.cape.clone();
     let loss = cape.room_loss_estimate.unwrap_or(f64::NAN);
+    // The fit's own files (ŵ next to w*, loss-vs-ε points, guarantee); the charts export
+    // themselves as PNG/SVG from their Chart frames.
+    let export_error = RwSignal::new(None::<String>);
+    let fit_stem = format!("{stem}-regression");
+    let files = StoredValue::new((round.clone(), rounds.clone(), fit_stem));
+    let export = move |json: bool| {
+        let (round, rounds, fit_stem) = files.get_value();
+        let (text, ext, mime) = if json {
+            (export::regression_json(&round, &rounds), "json", "application/json")
+        } else {
+            (export::regression_csv(&round, &rounds), "csv", "text/csv")
+        };
+        let result = match text {
+            Some(text) => download::text(&format!("{fit_stem}.{ext}"), mime, &text),
+            None => Err("this round produced no model".into()),
+        };
+        export_error.set(result.err());
+    };
     view! {
         <div class="regression-result" data-testid="regression-result" data-model=s.model.name()>
             <div class="estimates">
@@ -133,6 +204,11 @@ pub fn RegressionRoundView(round: FinishedRound, rounds: Vec<FinishedRound>) -> 
             {guarantee}
             <Chart markup=Signal::stored(weights_svg) id=weights_id file_stem=format!("{stem}-weights") testid="weights-chart" />
             <Chart markup=Signal::stored(loss_svg) id=loss_id file_stem=format!("{stem}-loss") testid="loss-chart" />
+            <div class="exports">
+                <button type="button" class="button" data-testid="export-regression-json" on:click=move |_| export(true)>"Download the fit (JSON)"</button>
+                <button type="button" class="button" data-testid="export-regression-csv" on:click=move |_| export(false)>"Download the fit (CSV)"</button>
+                {move || export_error.get().map(|e| view! { <span class="form-error">{e}</span> })}
+            </div>
         </div>
     }
     .into_any()
