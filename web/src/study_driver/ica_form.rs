@@ -15,7 +15,7 @@ what it costs: at this size its maps do not emerge at any ε a study would accep
 use capelab_core::djica::{ClipBounds, GaussianLevel, Precision, PrivacyUnit};
 use capelab_core::pca::{CovarianceSensitivity, Whitening};
 use capelab_core::study::iterative::djica::{DjicaSchedule, DjicaTask, noise_for};
-use capelab_core::study::iterative::pca::{PcaTask, PublicSynthetic, SyntheticPreset};
+use capelab_core::study::iterative::pca::{MAX_VOXELS, PcaTask, PublicSynthetic, SyntheticPreset};
 use capelab_core::study::iterative::{IterativeParams, NoiseMode};
 use capelab_core::wire::ParticipantId;
 
@@ -37,6 +37,13 @@ pub struct IcaFields {
     pub clip: String,
     pub mode: NoiseMode,
     pub maps_seed: String,
+    /// The sites' own files instead of generated subjects.
+    pub own_data: bool,
+    /// Own data: D (every site's files must have it), the fewest time points a site holds, and
+    /// the longest subject (the public shape the sensitivities are calibrated for).
+    pub voxels: String,
+    pub min_samples: String,
+    pub longest_subject: String,
 }
 
 impl Default for IcaFields {
@@ -55,14 +62,32 @@ impl Default for IcaFields {
             clip: "30".into(),
             mode: NoiseMode::Upfront,
             maps_seed: "1".into(),
+            own_data: false,
+            voxels: "400".into(),
+            min_samples: "2000".into(),
+            longest_subject: "250".into(),
         }
     }
+}
+
+/// Where the sites' data come from, and the public shape the noise is calibrated for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataSpec {
+    /// The public synthetic data set each site generates its subjects of, or `None`: the sites'
+    /// own files (no ground truth: no q_NGI, no matched maps).
+    pub synthetic: Option<PublicSynthetic>,
+    pub voxels: usize,
+    pub components: usize,
+    /// N_s every site holds at least: Δ is calibrated for it, a site with fewer declines.
+    pub min_samples: usize,
+    /// The longest subject N_m (subject-level Δ); a site with a longer one declines.
+    pub longest_subject: usize,
 }
 
 /// The checked form: what both steps announce.
 #[derive(Clone, Debug, PartialEq)]
 pub struct IcaForm {
-    pub synthetic: PublicSynthetic,
+    pub data: DataSpec,
     pub sites: Vec<ParticipantId>,
     pub unit: PrivacyUnit,
     pub mode: NoiseMode,
@@ -81,19 +106,7 @@ impl IcaFields {
         if sites.len() < 2 {
             return Err(FormError::TooFewSites { present: sites.len() });
         }
-        let seed = self.maps_seed.trim();
-        let maps_seed = seed
-            .parse::<u64>()
-            .map_err(|_| FormError::NotACount { field: "maps seed", value: seed.to_owned() })?;
-        let synthetic = PublicSynthetic {
-            preset: self.preset,
-            grid: count("grid G", &self.grid)?,
-            components: count("components R", &self.components)?,
-            timepoints: count("time points per subject", &self.timepoints)?,
-            subjects_per_site: count("subjects per site", &self.subjects_per_site)?,
-            maps_seed,
-        };
-        synthetic.validate().map_err(|e| FormError::Invalid(e.to_string()))?;
+        let data = self.data_spec()?;
         let delta = real("δ", &self.delta)?;
         let pca_level =
             GaussianLevel { epsilon: positive("ε_p", real("ε_p", &self.epsilon_pca)?)?, delta };
@@ -106,13 +119,13 @@ impl IcaFields {
         let clip = positive("B_G", real("B_G", &self.clip)?)?;
         let bounds = ClipBounds { gradient: clip, bias: clip.sqrt() };
         let pca_task = PcaTask {
-            voxels: synthetic.voxels(),
-            components: synthetic.components,
+            voxels: data.voxels,
+            components: data.components,
             sensitivity: CovarianceSensitivity { unit: self.unit, rigorous: false },
             whitening: Whitening::Runica,
-            synthetic: Some(synthetic.clone()),
+            synthetic: data.synthetic.clone(),
         };
-        let (samples, longest) = public_shape(&synthetic);
+        let (samples, longest) = (data.min_samples, data.longest_subject);
         let z_pca = pca_level.multiplier().map_err(|e| FormError::Invalid(format!("ε_p: {e}")))?;
         let pca_params = IterativeParams::new(
             sites.clone(),
@@ -125,7 +138,7 @@ impl IcaFields {
         )?;
         // capeDJICA's parameters are checked now too, with a stand-in projection.
         let form = IcaForm {
-            synthetic,
+            data,
             sites,
             unit: self.unit,
             mode: self.mode,
@@ -138,23 +151,65 @@ impl IcaFields {
         };
         form.djica_params(
             &form.sites,
-            form.djica_task(vec![0.0; form.synthetic.components * form.synthetic.voxels()]),
+            form.djica_task(vec![0.0; form.data.components * form.data.voxels]),
         )?;
         Ok(form)
     }
-}
 
-/// N_s and the longest subject of every site generating the public data set.
-fn public_shape(synthetic: &PublicSynthetic) -> (usize, usize) {
-    (synthetic.subjects_per_site * synthetic.timepoints, synthetic.timepoints)
+    fn data_spec(&self) -> Result<DataSpec, FormError> {
+        let components = count("components R", &self.components)?;
+        if self.own_data {
+            let voxels = count("voxels D", &self.voxels)?;
+            if voxels > MAX_VOXELS || components < 2 || components > voxels {
+                return Err(FormError::Invalid(format!(
+                    "need 2 ≤ R ≤ D ≤ {MAX_VOXELS}, got R = {components}, D = {voxels}"
+                )));
+            }
+            let min_samples = count("time points per site (at least)", &self.min_samples)?;
+            let longest_subject = count("longest subject", &self.longest_subject)?;
+            if longest_subject > min_samples {
+                return Err(FormError::Invalid(format!(
+                    "the longest subject ({longest_subject}) cannot exceed a site's time points \
+                     ({min_samples})"
+                )));
+            }
+            return Ok(DataSpec {
+                synthetic: None,
+                voxels,
+                components,
+                min_samples,
+                longest_subject,
+            });
+        }
+        let seed = self.maps_seed.trim();
+        let maps_seed = seed
+            .parse::<u64>()
+            .map_err(|_| FormError::NotACount { field: "maps seed", value: seed.to_owned() })?;
+        let synthetic = PublicSynthetic {
+            preset: self.preset,
+            grid: count("grid G", &self.grid)?,
+            components,
+            timepoints: count("time points per subject", &self.timepoints)?,
+            subjects_per_site: count("subjects per site", &self.subjects_per_site)?,
+            maps_seed,
+        };
+        synthetic.validate().map_err(|e| FormError::Invalid(e.to_string()))?;
+        Ok(DataSpec {
+            voxels: synthetic.voxels(),
+            components,
+            min_samples: synthetic.subjects_per_site * synthetic.timepoints,
+            longest_subject: synthetic.timepoints,
+            synthetic: Some(synthetic),
+        })
+    }
 }
 
 impl IcaForm {
     /// capeDJICA's task once capePCA released K.
     pub fn djica_task(&self, projection: Vec<f64>) -> DjicaTask {
         DjicaTask {
-            voxels: self.synthetic.voxels(),
-            components: self.synthetic.components,
+            voxels: self.data.voxels,
+            components: self.data.components,
             projection,
             bounds: self.bounds,
             unit: self.unit,
@@ -168,7 +223,7 @@ impl IcaForm {
         sites: &[ParticipantId],
         task: DjicaTask,
     ) -> Result<(IterativeParams, DjicaTask), FormError> {
-        let (samples, longest) = public_shape(&self.synthetic);
+        let (samples, longest) = (self.data.min_samples, self.data.longest_subject);
         let (sensitivity, z) = noise_for(&task, self.level, samples, longest)
             .map_err(|e| FormError::Invalid(format!("ε_i: {e}")))?;
         let params = IterativeParams::new(
@@ -219,6 +274,28 @@ mod tests {
         assert!(bad(|f| f.epsilon_iteration = "-1".into()).contains("ε_i"));
         assert!(bad(|f| f.components = "x".into()).contains("components R"));
         assert!(IcaFields::default().read(vec![1]).is_err());
+    }
+
+    #[test]
+    fn own_data_announces_d_and_calibrates_for_the_public_shape() {
+        let fields = IcaFields {
+            own_data: true,
+            voxels: "25".into(),
+            components: "3".into(),
+            min_samples: "300".into(),
+            longest_subject: "100".into(),
+            unit: PrivacyUnit::Subject,
+            ..IcaFields::default()
+        };
+        let form = fields.read(vec![1, 2]).unwrap();
+        assert_eq!(form.pca_task.synthetic, None);
+        assert_eq!(form.pca_task.voxels, 25);
+        // Subject level: Δ_C = N_m/N_s = 100/300.
+        assert!((form.pca_params.sensitivity - 1.0 / 3.0).abs() < 1e-15);
+        let bad = IcaFields { longest_subject: "400".into(), ..fields.clone() };
+        assert!(bad.read(vec![1, 2]).unwrap_err().to_string().contains("cannot exceed"));
+        let bad = IcaFields { voxels: "2".into(), ..fields };
+        assert!(bad.read(vec![1, 2]).is_err());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use capelab_core::driver::{Driver, DriverEvent};
 use capelab_core::ica_quality::{align_maps, estimated_maps, match_components};
 use capelab_core::rng::os_rng;
 use capelab_core::study::iterative::djica::{DjicaReport, DjicaState, DjicaStudyAggregator};
-use capelab_core::study::iterative::pca::{PcaAggregator, PcaReport, PcaState};
+use capelab_core::study::iterative::pca::{PcaAggregator, PcaReport, PcaState, PublicSynthetic};
 use capelab_core::study::iterative::{
     IterAggregatorPhase, IterativeAggregator, IterativeOutcome, IterativeParams,
 };
@@ -82,7 +82,8 @@ pub struct IcaRun {
     pub number: usize,
     form: IcaForm,
     names: BTreeMap<ParticipantId, String>,
-    truth: DMatrix<f64>,
+    /// The true maps A (D×R) when the data set is public (generated); `None` for own files.
+    truth: Option<DMatrix<f64>>,
     transport: StudyTransport,
     stage: Stage,
     pca: Option<PcaOutcome>,
@@ -103,8 +104,8 @@ impl IcaRun {
         names: BTreeMap<ParticipantId, String>,
         now_ms: u64,
     ) -> Result<Self, String> {
-        let truth = form.synthetic.maps();
-        let step = PcaAggregator::new(form.pca_task.clone(), Some(truth.clone()));
+        let truth = form.data.synthetic.as_ref().map(PublicSynthetic::maps);
+        let step = PcaAggregator::new(form.pca_task.clone(), truth.clone());
         let (aggregator, start) = IterativeAggregator::start(
             form.pca_params.clone(),
             step,
@@ -220,7 +221,7 @@ impl IcaRun {
             task,
             self.form.schedule(),
             self.form.max_iterations,
-            Some(&self.truth),
+            self.truth.as_ref(),
         )?;
         let (aggregator, start) =
             IterativeAggregator::start(params.clone(), step, ROUND_TIMEOUT_MS, os_rng(), now_ms)
@@ -253,7 +254,11 @@ impl IcaRun {
     /// Recomputes the maps when the state changed (every iteration: R×D is small), and once
     /// more for the final state (the tail average, under noise).
     fn refresh_maps(&mut self) {
-        let Stage::Djica(d) = &self.stage else { return };
+        let (Stage::Djica(d), Some(truth), Some(synthetic)) =
+            (&self.stage, &self.truth, &self.form.data.synthetic)
+        else {
+            return;
+        };
         let (key, state) = match d.machine.outcome() {
             Some(outcome) => (u64::MAX, &outcome.final_state),
             None => {
@@ -265,7 +270,7 @@ impl IcaRun {
             return;
         }
         let unmixing = d.machine.step().unmixing(state);
-        if let Some(maps) = maps_view(&unmixing, &self.truth, self.form.synthetic.grid) {
+        if let Some(maps) = maps_view(&unmixing, truth, synthetic.grid) {
             self.maps = Some((key, maps));
         }
     }

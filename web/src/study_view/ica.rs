@@ -180,13 +180,23 @@ pub fn run_json(live: &IcaLive) -> String {
     let value = json!({
         "study": "capelab Joint ICA (capePCA + capeDJICA)",
         "number": live.number,
-        "data": {
-            "preset": format!("{:?}", live.form.synthetic.preset),
-            "grid": live.form.synthetic.grid,
-            "components": live.form.synthetic.components,
-            "timepoints": live.form.synthetic.timepoints,
-            "subjects_per_site": live.form.synthetic.subjects_per_site,
-            "maps_seed": live.form.synthetic.maps_seed,
+        "data": match &live.form.data.synthetic {
+            Some(s) => json!({
+                "source": "generated at every site (public maps, each site's own sources)",
+                "preset": format!("{:?}", s.preset),
+                "grid": s.grid,
+                "components": s.components,
+                "timepoints": s.timepoints,
+                "subjects_per_site": s.subjects_per_site,
+                "maps_seed": s.maps_seed,
+            }),
+            None => json!({
+                "source": "the sites' own files (no ground truth: no q_NGI, no matched maps)",
+                "voxels": live.form.data.voxels,
+                "components": live.form.data.components,
+                "min_samples_per_site": live.form.data.min_samples,
+                "longest_subject": live.form.data.longest_subject,
+            }),
         },
         "privacy_unit": format!("{:?}", live.form.unit),
         "mode": live.form.mode.name(),

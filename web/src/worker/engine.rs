@@ -159,8 +159,9 @@ impl Engine {
             (None, None) => match &self.data {
                 Some((key, ..)) => key.clone(),
                 None => {
-                    return Err("this tab has no data for the study: it missed capePCA, where \
-                                the data set is named"
+                    return Err("this tab has no data for the study: the study uses the sites' \
+                                own files (load them under Joint ICA data), or the tab missed \
+                                capePCA, where a generated data set is named"
                         .into());
                 }
             },
@@ -609,6 +610,80 @@ mod tests {
             .collect();
         assert_eq!(sent, vec!["iter/decline"]);
         assert!(last_view(&replies).refusals[0].contains("missed capePCA"));
+    }
+
+    #[test]
+    fn with_the_sites_own_files_capepca_runs_on_them_and_a_tab_without_files_declines() {
+        use capelab_core::fmri::matrix_io::to_csv;
+
+        let public = public();
+        let task = PcaTask {
+            voxels: 36,
+            components: 3,
+            sensitivity: CovarianceSensitivity { unit: PrivacyUnit::TimePoint, rigorous: false },
+            whitening: Whitening::Runica,
+            synthetic: None,
+        };
+        let z = GaussianLevel { epsilon: 2.0, delta: 1e-2 }.multiplier().unwrap();
+        let params = IterativeParams::new(
+            SITES.to_vec(),
+            NoiseMode::Upfront,
+            1,
+            task.statistic_len(),
+            1.0 / 150.0,
+            z,
+            1e-2,
+        )
+        .unwrap();
+        let (mut pca, start) = IterativeAggregator::start(
+            params,
+            PcaAggregator::new(task, None),
+            1_000,
+            derive(4, "agg"),
+            0,
+        )
+        .unwrap();
+        let ledger = Ledger::new("Lab", Budget::new(1e6, 1e-5).unwrap()).unwrap().to_json();
+        // Sites 0 and 1 loaded a matrix (D = 36 × 150, subjects of 50); site 2 loaded nothing.
+        let mut engines: Vec<Engine> = (0..3).map(|_| Engine::default()).collect();
+        let own = |i: u64| OwnData {
+            files: OwnFiles::Matrix {
+                name: format!("site{i}.csv"),
+                bytes: to_csv(&public.site_data(10 + i).unwrap().x).into_bytes(),
+                timepoints: 50,
+            },
+            scale: 1.0,
+        };
+        let mut sent = vec![Vec::new(); 3];
+        for (i, engine) in engines.iter_mut().enumerate() {
+            let replies = engine.handle(
+                ToWorker::Start {
+                    me: SITES[i],
+                    dashboard: DASHBOARD,
+                    computation: "capepca".into(),
+                    payload: start[0].payload.clone(),
+                    ledger_json: ledger.clone(),
+                    seed: 1,
+                    allow_nonprivate: false,
+                    own_data: (i < 2).then(|| own(i as u64)),
+                },
+                1,
+            );
+            for r in &replies {
+                if let FromWorker::Send { kind, payload, .. } = r {
+                    sent[i].push(kind.clone());
+                    pca.handle(1, SITES[i], payload).unwrap();
+                }
+            }
+            if i < 2 {
+                let data = last_view(&replies).data.unwrap();
+                assert!(data.origin.contains(&format!("site{i}.csv")), "{}", data.origin);
+                assert_eq!((data.voxels, data.samples, data.subjects), (36, 150, 3));
+            }
+        }
+        assert_eq!(sent[0], vec!["iter/accept"]);
+        assert_eq!(sent[1], vec!["iter/accept"]);
+        assert_eq!(sent[2], vec!["iter/decline"], "no files, no generated data set: it declines");
     }
 
     #[test]

@@ -39,6 +39,11 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let clip = RwSignal::new(d.clip);
     let mode = RwSignal::new("upfront".to_owned());
     let maps_seed = RwSignal::new(d.maps_seed);
+    let source = RwSignal::new("generated".to_owned());
+    let voxels = RwSignal::new(d.voxels);
+    let min_samples = RwSignal::new(d.min_samples);
+    let longest = RwSignal::new(d.longest_subject);
+    let own = move || source.get() == "own";
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let running = move || study.view.busy();
     let start = move || {
@@ -68,6 +73,10 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 _ => NoiseMode::Upfront,
             },
             maps_seed: maps_seed.get_untracked(),
+            own_data: source.get_untracked() == "own",
+            voxels: voxels.get_untracked(),
+            min_samples: min_samples.get_untracked(),
+            longest_subject: longest.get_untracked(),
         };
         study.start_ica(move |sites| fields.read(sites));
     };
@@ -112,18 +121,31 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                             <option value="nonprivate">"non-private (sites that opted in)"</option>
                         </select>
                     </label>
-                    <label>"grid G (maps are G×G)"<input id="ica-grid" inputmode="numeric" bind:value=grid /></label>
                     <label>"networks R"<input id="ica-components" inputmode="numeric" bind:value=components /></label>
-                    <label>"subjects per site"<input id="ica-subjects" inputmode="numeric" bind:value=subjects /></label>
-                    <label>"time points per subject"<input id="ica-timepoints" inputmode="numeric" bind:value=timepoints /></label>
                     <label>"clip B_G"<input id="ica-clip" inputmode="decimal" bind:value=clip /></label>
-                    <label>"maps"
-                        <select id="ica-preset" bind:value=preset>
-                            <option value="well">"well-conditioned (demo)"</option>
-                            <option value="paper">"paper-like (overlapping blobs)"</option>
+                    <label>"data"
+                        <select id="ica-source" bind:value=source>
+                            <option value="generated">"generated at every site (public maps)"</option>
+                            <option value="own">"the sites' own files (NIfTI or matrix)"</option>
                         </select>
                     </label>
-                    <label>"maps seed"<input id="ica-seed" inputmode="numeric" bind:value=maps_seed /></label>
+                    <Show when=move || !own()>
+                        <label>"grid G (maps are G×G)"<input id="ica-grid" inputmode="numeric" bind:value=grid /></label>
+                        <label>"subjects per site"<input id="ica-subjects" inputmode="numeric" bind:value=subjects /></label>
+                        <label>"time points per subject"<input id="ica-timepoints" inputmode="numeric" bind:value=timepoints /></label>
+                        <label>"maps"
+                            <select id="ica-preset" bind:value=preset>
+                                <option value="well">"well-conditioned (demo)"</option>
+                                <option value="paper">"paper-like (overlapping blobs)"</option>
+                            </select>
+                        </label>
+                        <label>"maps seed"<input id="ica-seed" inputmode="numeric" bind:value=maps_seed /></label>
+                    </Show>
+                    <Show when=own>
+                        <label>"voxels D (every site's)"<input id="ica-voxels" inputmode="numeric" bind:value=voxels /></label>
+                        <label>"time points per site (at least)"<input id="ica-min-samples" inputmode="numeric" bind:value=min_samples /></label>
+                        <label>"longest subject (time points)"<input id="ica-longest" inputmode="numeric" bind:value=longest /></label>
+                    </Show>
                 </fieldset>
                 <StartButton test_id="start-ica" action="Run" present running=Signal::derive(running) />
             </form>
@@ -219,6 +241,12 @@ fn IcaLiveView(live: IcaLive, study: DashboardStudy, tighten: Callback<()>) -> i
                 {cost_lines(&live).into_iter().map(|l| view! { <p>{l}</p> }).collect_view()}
             </div>
             {maps}
+            {live.form.data.synthetic.is_none().then(|| view! {
+                <p class="muted" data-testid="ica-no-truth">
+                    "The sites' own data: there is no ground truth, so no q_NGI and no matched maps. "
+                    "K (capePCA) and W (capeDJICA) are in the JSON export."
+                </p>
+            })}
             {pca}
             <ul class="muted small" data-testid="ica-sites">
                 {sites.into_iter().map(|s| view! { <li>{s}</li> }).collect_view()}
