@@ -123,4 +123,52 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
     await shot(sites[0].tab, 'ica-02-site');
     assertNoErrors(tabs);
   });
+
+  it("runs on the sites' own files: each loads a matrix, the study runs without ground truth", async () => {
+    const D = 16;
+    const N = 200; // 4 subjects of 50 time points
+    const before = [];
+    for (const [i, site] of sites.entries()) {
+      const p = site.tab.page;
+      before.push(Number(await attr(p, '[data-testid="ledger-releases"]', 'data-count')));
+      // Three Laplace sources mixed into D voxels, seeded per site (a site's own data).
+      let state = 12345 + i;
+      const uniform = () => ((state = (state * 1103515245 + 12345) % 2147483648) + 0.5) / 2147483648;
+      const laplace = () => (uniform() < 0.5 ? 1 : -1) * Math.log(uniform());
+      const mix = Array.from({ length: D }, (_, v) => [0, 1, 2].map((k) => Math.sin(1 + v * (k + 1))));
+      const columns = Array.from({ length: N }, () => [laplace(), laplace(), laplace()]);
+      const rows = mix.map((m) => columns.map((s) => (m[0] * s[0] + m[1] * s[1] + m[2] * s[2]) / 20).join(','));
+      await p.setInputFiles('[data-testid="ica-file-input"]', {
+        name: `site${i}.csv`,
+        mimeType: 'text/csv',
+        buffer: Buffer.from(rows.join('\n')),
+      });
+      await p.fill('#ica-own-timepoints', '50');
+      await p.click('[data-testid="ica-load-file"]');
+      await p.waitForSelector('[data-testid="ica-own-file"]', { timeout: STEP_TIMEOUT_MS });
+    }
+    const { page } = dashboard;
+    await page.selectOption('#ica-source', 'own');
+    await page.fill('#ica-voxels', String(D));
+    await page.fill('#ica-components', '3');
+    await page.fill('#ica-min-samples', String(N));
+    await page.fill('#ica-longest', '50');
+    await page.fill('#ica-iterations', '20');
+    await page.click('[data-testid="start-ica"]');
+    const done = '[data-testid="ica-live"][data-finished="true"]';
+    await page.waitForSelector(`${done} h3:text("Study 2")`, { timeout: RUN_TIMEOUT_MS });
+    const why = await page.textContent('[data-testid="ica-live"]');
+    assert.equal(Number(await attr(page, '[data-testid="ica-progress"]', 'data-done')), 20, why);
+    await page.waitForSelector('[data-testid="ica-no-truth"]', { timeout: STEP_TIMEOUT_MS });
+    assert.equal(await page.$('[data-testid="ica-maps"]'), null, 'no true maps, no matched maps');
+    for (const [i, site] of sites.entries()) {
+      const p = site.tab.page;
+      await p.waitForSelector('[data-testid="ica-site"][data-computation="capedjica"][data-released="20"]', { timeout: STEP_TIMEOUT_MS });
+      assert.match(await p.textContent('[data-testid="ica-site-data"]'), new RegExp(`site${i}\\.csv`));
+      const releases = Number(await attr(p, '[data-testid="ledger-releases"]', 'data-count'));
+      assert.equal(releases, before[i] + 1 + 20, `${site.name}: capePCA + 20 capeDJICA releases`);
+    }
+    await shot(dashboard, 'ica-03-own-data');
+    assertNoErrors(tabs);
+  });
 });

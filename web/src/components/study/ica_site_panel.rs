@@ -198,8 +198,8 @@ fn OwnDataCard(study: SiteStudy) -> impl IntoView {
             <div class="field-grid">
                 <label>"data files"<input type="file" multiple accept=".csv,.npy,.nii,.gz,text/csv" node_ref=files_input data-testid="ica-file-input" /></label>
                 <label>"brain mask (NIfTI only)"<input type="file" accept=".nii,.gz" node_ref=mask_input data-testid="ica-mask-input" /></label>
-                <label>"time points per subject (matrix only)"<input inputmode="numeric" bind:value=timepoints /></label>
-                <label>"public scale"<input inputmode="decimal" bind:value=scale /></label>
+                <label>"time points per subject (matrix only)"<input id="ica-own-timepoints" inputmode="numeric" bind:value=timepoints /></label>
+                <label>"public scale"<input id="ica-own-scale" inputmode="decimal" bind:value=scale /></label>
             </div>
             <button type="button" class="button button-small" data-testid="ica-load-file" on:click=load>"Use these files"</button>
             {move || error.get().map(|e| view! { <p class="callout callout-error" data-testid="ica-file-error">{e}</p> })}
