@@ -8,11 +8,12 @@
 // time-point level, ε_i = 1, J = 60, each site's budget raised to 1000 first):
 // - the dashboard shows the true and recovered maps (2R heatmap tiles), q_NGI per iteration
 //   (J points) with a final value, capePCA's subspace recovery, ε spent and the guarantee;
+// - the maps download as PNG and the run as JSON (J iterations, W, K);
 // - every site ran its part in its worker: it shows its data, its J releases and the noise it
 //   added, and its ledger holds 1 + J releases (capePCA and every capeDJICA iteration);
 // - the tabs stayed free of errors.
 
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -119,6 +120,23 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
       const releases = Number(await attr(p, '[data-testid="ledger-releases"]', 'data-count'));
       assert.equal(releases, 1 + J, `${site.name}: capePCA + ${J} capeDJICA releases in the ledger`);
     }
+    // The maps export as PNG (the SVG with its BMP tiles rasterised) and the run as JSON.
+    const [png] = await Promise.all([
+      page.waitForEvent('download', { timeout: STEP_TIMEOUT_MS }),
+      page.click('[data-testid="ica-maps-chart"] button:text("PNG")'),
+    ]);
+    assert.match(png.suggestedFilename(), /^capelab-ica-1-maps\.png$/);
+    const pngBytes = readFileSync(await png.path());
+    assert.ok(pngBytes.length > 5000 && pngBytes.subarray(1, 4).toString() === 'PNG', `a PNG of ${pngBytes.length} bytes`);
+    const [json] = await Promise.all([
+      page.waitForEvent('download', { timeout: STEP_TIMEOUT_MS }),
+      page.click('[data-testid="ica-export-json"]'),
+    ]);
+    const run = JSON.parse(readFileSync(await json.path(), 'utf8'));
+    assert.equal(run.iterations.length, J);
+    assert.equal(run.djica.w_rxr_column_major.length, R * R);
+    assert.equal(run.pca.projection_rxd_column_major.length, R * 100);
+
     await shot(dashboard, 'ica-01-dashboard');
     await shot(sites[0].tab, 'ica-02-site');
     assertNoErrors(tabs);
