@@ -232,19 +232,9 @@ impl Engine {
             ..IcaSiteView::default()
         };
         match &self.role {
-            Some(Role::Pca(site)) => {
-                view.phase = phase_text(&self.computation, site.phase());
-                view.released = site.iterations().len() as u32;
-                view.max_iterations = site.params().map_or(0, |p| p.max_iterations);
-                view.noise = site.iterations().iter().map(NoisePoint::of).collect();
-                view.end = site.end_reason().map(str::to_owned);
-            }
+            Some(Role::Pca(site)) => progress(&mut view, site),
             Some(Role::Djica(site)) => {
-                view.phase = phase_text(&self.computation, site.phase());
-                view.released = site.iterations().len() as u32;
-                view.max_iterations = site.params().map_or(0, |p| p.max_iterations);
-                view.noise = site.iterations().iter().map(NoisePoint::of).collect();
-                view.end = site.end_reason().map(str::to_owned);
+                progress(&mut view, site);
                 let r = site.step().components();
                 view.components = r;
                 if let Some(last) = site.iterations().last() {
@@ -256,6 +246,15 @@ impl Engine {
         }
         view
     }
+}
+
+/// Where either role is and what it released.
+fn progress<C: SiteStep>(view: &mut IcaSiteView, site: &IterativeSite<C, Ledger>) {
+    view.phase = phase_text(&view.computation, site.phase());
+    view.released = site.iterations().len() as u32;
+    view.max_iterations = site.params().map_or(0, |p| p.max_iterations);
+    view.noise = site.iterations().iter().map(NoisePoint::of).collect();
+    view.end = site.end_reason().map(str::to_owned);
 }
 
 /// The two roles' inputs, so [`Engine::feed`] handles either.
