@@ -28,7 +28,7 @@ use crate::fmri::SiteData;
 use crate::gaussian::CalibrationError;
 use crate::ica_quality::q_ngi;
 
-use super::pca::check_data;
+use super::pca::{MAX_VOXELS, check_data};
 use super::step::{AggregatorStep, SiteStep, StepShape, Update};
 
 /// capeDJICA's public description.
@@ -61,8 +61,12 @@ impl DjicaTask {
         self.bounds.gradient / self.bounds.bias
     }
 
+    /// K, once the task's values are checked (they come off the network).
     fn check(&self) -> Result<DMatrix<f64>, String> {
         let (r, d) = (self.components, self.voxels);
+        if d > MAX_VOXELS {
+            return Err(format!("D = {d} voxels is more than the {MAX_VOXELS} a study takes"));
+        }
         if r < 2 || r > d {
             return Err(format!("R = {r} components must be between 2 and D = {d}"));
         }
@@ -374,5 +378,54 @@ impl AggregatorStep for DjicaStudyAggregator {
             q: self.truth.as_ref().map(|a| q_ngi(&(state.w_matrix() * a))),
             restarts: self.aggregator.restarts(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task() -> DjicaTask {
+        DjicaTask {
+            voxels: 4,
+            components: 2,
+            projection: vec![0.5; 8],
+            bounds: ClipBounds::default(),
+            unit: PrivacyUnit::TimePoint,
+            precision: Precision::F64,
+        }
+    }
+
+    #[test]
+    fn a_task_off_the_network_is_checked_before_use() {
+        assert!(task().check().is_ok());
+        let bad = |f: fn(&mut DjicaTask)| {
+            let mut t = task();
+            f(&mut t);
+            t.check().unwrap_err()
+        };
+        assert!(bad(|t| t.projection.truncate(7)).contains("7 values"));
+        assert!(bad(|t| t.projection[3] = f64::NAN).contains("non-finite"));
+        assert!(bad(|t| t.components = 1).contains("R = 1"));
+        assert!(bad(|t| t.voxels = usize::MAX / 2).contains("more than"));
+        assert!(bad(|t| t.bounds.bias = 0.0).contains("B_h = 0"));
+        // A site whose data has another D declines with both numbers.
+        let data = SiteData::new(DMatrix::from_element(3, 4, 0.1), vec![4]).unwrap();
+        let err = DjicaStudySite::new(data).prepare(&task(), true).unwrap_err();
+        assert!(err.contains("3 voxels") && err.contains("D = 4"), "{err}");
+    }
+
+    #[test]
+    fn the_release_rescales_h_so_one_tau_is_the_papers_noise_on_both_blocks() {
+        let t = task();
+        let level = GaussianLevel { epsilon: 0.5, delta: 1e-2 };
+        let (delta, z) = noise_for(&t, level, 100, 10).unwrap();
+        let z_paper = level.multiplier().unwrap();
+        let delta_g = 2.0 * t.bounds.gradient / 100.0;
+        // Δ = √2·Δ_G and z/√2: τ = z_paper·Δ_G on every coordinate.
+        assert!((delta * z - z_paper * delta_g).abs() < 1e-12);
+        // On the h block, τ/(B_G/B_h) = z_paper·Δ_h.
+        let delta_h = 2.0 * t.bounds.bias / 100.0;
+        assert!((delta * z / t.bias_scale() - z_paper * delta_h).abs() < 1e-12);
     }
 }
