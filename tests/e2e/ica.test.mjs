@@ -4,8 +4,8 @@
 //
 //   /work/wt/_briefs/run_e2e.sh <worktree> tests/e2e/ica.test.mjs
 //
-// What is checked (small size: 10×10 maps, R = 4, 4 subjects of 100 time points per site,
-// time-point level, ε_i = 1, J = 60, each site's budget raised to 1000 first):
+// What is checked (small size: 10×10 maps, R = 4, 8 subjects of 100 time points per site,
+// time-point level, ε_i = 2, J = 150, each site's budget raised to 1000 first):
 // - the dashboard shows the true and recovered maps (2R heatmap tiles), q_NGI per iteration
 //   (J points) with a final value, capePCA's subspace recovery, ε spent and the guarantee;
 // - the maps download as PNG and the run as JSON (J iterations, W, K);
@@ -29,7 +29,7 @@ import {
 } from './helpers.mjs';
 
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
-const J = 60;
+const J = 150;
 const R = 4;
 const RUN_TIMEOUT_MS = 90_000;
 
@@ -75,10 +75,10 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
     await page.waitForSelector('[data-testid="ica-panel"]', { timeout: STEP_TIMEOUT_MS });
     await page.fill('#ica-grid', '10');
     await page.fill('#ica-components', String(R));
-    await page.fill('#ica-subjects', '4');
+    await page.fill('#ica-subjects', '8');
     await page.fill('#ica-timepoints', '100');
     await page.fill('#ica-iterations', String(J));
-    await page.fill('#ica-epsilon', '1');
+    await page.fill('#ica-epsilon', '2');
     await page.selectOption('#ica-unit', 'timepoint');
     await page.click('[data-testid="start-ica"]');
 
@@ -102,7 +102,10 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
     assert.equal(Number(await attr(page, q, 'data-points')), J);
     const qFinal = Number(await attr(page, q, 'data-final'));
     assert.ok(Number.isFinite(qFinal) && qFinal >= 0 && qFinal <= 1, `q_NGI = ${qFinal}`);
-    assert.ok(qFinal < 0.35, `the maps emerge at this size and ε: q_NGI = ${qFinal}`);
+    // `cape djica` with these settings, seeds 1–8: q_NGI 0.009–0.032 (J = 60 was not enough:
+    // up to 0.37, even without noise). The sites' data and noise are fresh in every run.
+    console.log(`ica: final q_NGI ${qFinal.toFixed(4)}`);
+    assert.ok(qFinal < 0.2, `the maps emerge at this size and ε: q_NGI = ${qFinal}`);
     const cosine = Number(await attr(page, '[data-testid="ica-pca"]', 'data-min-cosine'));
     assert.ok(Number.isFinite(cosine) && cosine > 0 && cosine <= 1 + 1e-9, `principal cosine ${cosine}`);
     const eps = Number(await attr(page, '[data-testid="ica-epsilon"]', 'data-final'));
@@ -114,7 +117,7 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
       const p = site.tab.page;
       const step = `[data-testid="ica-site"][data-computation="capedjica"][data-released="${J}"]`;
       await p.waitForSelector(step, { timeout: STEP_TIMEOUT_MS });
-      assert.equal(Number(await attr(p, '[data-testid="ica-site-data"]', 'data-subjects')), 4);
+      assert.equal(Number(await attr(p, '[data-testid="ica-site-data"]', 'data-subjects')), 8);
       await p.waitForSelector('[data-testid="ica-site-noise"] svg', { timeout: STEP_TIMEOUT_MS });
       await p.waitForSelector('[data-testid="ica-site-gradient"] svg image', { timeout: STEP_TIMEOUT_MS });
       const releases = Number(await attr(p, '[data-testid="ledger-releases"]', 'data-count'));
