@@ -5,8 +5,9 @@ before anything is sent.
 
 The defaults are the classroom demo: 20×20 maps of R = 8 networks, 8 subjects of 250 time points
 per site, time-point level, capePCA at ε_p = 1, capeDJICA at ε_i = 0.2 for J = 150. With four
-sites the maps emerge (`cape djica` with the same settings: q_NGI 0.024, overall ε 7.2 in the
-full view); lowering ε_i to 0.1 or 0.05 makes them fade (q ≈ 0.2, 0.37). A fresh site's ledger
+sites the maps emerge (`cape djica` with the same settings, seeds 1–6: q_NGI 0.024–0.043,
+overall ε 7.2 in the full view); lowering ε_i to 0.1 or 0.05 makes them fade (q 0.13–0.18,
+0.34–0.39). A fresh site's ledger
 (ε = 10 at δ = 1e-5) pays for the default run (8.1 in its accounting, capePCA included) and one
 tightened rerun (1.4): tested below. Subject level (the paper's unit) is one click away and says
 what it costs: at this size its maps do not emerge at any ε a study would accept (spec §9).
