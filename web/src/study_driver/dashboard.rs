@@ -32,7 +32,7 @@ use leptos::prelude::*;
 
 use super::form::{FormError, MeanForm, NnForm};
 use super::ica_form::IcaForm;
-use super::ica_run::{IcaLive, IcaRun};
+use super::ica_run::IcaLive;
 use super::nn_run::{NnFinished, NnLive, NnRun};
 use super::step_gate::{PausableClock, Step, StepGate};
 use super::wall_ms;
@@ -41,6 +41,8 @@ use crate::ledger_report::{self, LedgerReport};
 use crate::public_bounds::{self, BoundsAnnouncement};
 use crate::roster::display_name;
 use crate::session::RoomState;
+use crate::worker::host::WorkerHost;
+use crate::worker::protocol::{FromWorker, ToWorker};
 
 /// A study that ended: what the aggregator saw, and the names of the sites at the time.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,8 +127,11 @@ struct Inner {
     /// At most one of `run` and `nn` is running.
     nn: Option<NnRun>,
     nn_rounds: Vec<NnFinished>,
-    /// The Joint ICA study: at most one study of any kind runs.
-    ica: Option<IcaRun>,
+    /// The Joint ICA study's aggregators run in this worker (capePCA's eigendecomposition and
+    /// the maps are heavy); the page forwards messages and keeps its timer.
+    ica_worker: Option<WorkerHost>,
+    ica_running: bool,
+    ica_deadline: Option<u64>,
     ica_count: usize,
     reports: BTreeMap<ParticipantId, LedgerReport>,
     timer: Option<Timeout>,
@@ -203,7 +208,9 @@ impl DashboardStudy {
             rounds: Vec::new(),
             nn: None,
             nn_rounds: Vec::new(),
-            ica: None,
+            ica_worker: None,
+            ica_running: false,
+            ica_deadline: None,
             ica_count: 0,
             reports: BTreeMap::new(),
             timer: None,
@@ -310,14 +317,52 @@ impl DashboardStudy {
         if inner.busy() {
             return Err("A study is running: wait for it to end or stop it.".into());
         }
-        let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
+        inner.room.transport().ok_or("This page is not connected to a relay.")?;
         let (sites, names) = present_sites(&inner.room);
         let form = read(sites).map_err(|e| e.to_string())?;
-        let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+        if inner.ica_worker.is_none() {
+            let this = *self;
+            inner.ica_worker = Some(WorkerHost::spawn(move |message| this.on_ica_worker(message))?);
+        }
         inner.ica_count += 1;
         let number = inner.ica_count;
-        inner.ica = Some(IcaRun::start(number, form, transport, names, wall_ms())?);
+        inner.ica_running = true;
+        inner.ica_deadline = None;
+        if let Some(worker) = inner.ica_worker.as_ref() {
+            worker.post(&ToWorker::IcaStart { number, form: Box::new(form), names });
+        }
         Ok(())
+    }
+
+    /// What the Joint ICA worker answered: envelopes to send, the live study, the next deadline.
+    fn on_ica_worker(&self, message: FromWorker) {
+        let Some(inner) = self.inner() else { return };
+        match message {
+            FromWorker::Send { to, kind, payload } => {
+                let inner = inner.borrow();
+                let Some(ws) = inner.room.transport() else { return };
+                let mut transport =
+                    StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+                // A recipient that left meanwhile: the transport notes it; the role knows.
+                let _ = transport.send(to, &kind, &payload);
+            }
+            FromWorker::IcaLive(live) => {
+                if live.finished {
+                    inner.borrow_mut().ica_running = false;
+                }
+                self.view.ica.set(Some(*live));
+            }
+            FromWorker::Deadline(deadline) => inner.borrow_mut().ica_deadline = deadline,
+            FromWorker::IcaStartFailed(reason) => {
+                inner.borrow_mut().ica_running = false;
+                self.view.start_error.set(Some(reason));
+            }
+            FromWorker::Refused(reason) => {
+                web_sys::console::warn_1(&format!("capelab worker: {reason}").into());
+            }
+            FromWorker::Ready | FromWorker::Ledger { .. } | FromWorker::View(_) => {}
+        }
+        self.settle();
     }
 
     /// Lets the held round's messages go (step-by-step mode).
@@ -362,8 +407,8 @@ impl DashboardStudy {
                 let out = nn.driver.machine.stop(now, "the teacher stopped it");
                 nn.driver.send(now, out);
             }
-            if let Some(ica) = inner.ica.as_mut() {
-                ica.stop(wall_ms(), "the teacher stopped it");
+            if let (true, Some(worker)) = (inner.ica_running, inner.ica_worker.as_ref()) {
+                worker.post(&ToWorker::IcaStop { reason: "the teacher stopped it".into() });
             }
             if let Some(run) = inner.run.as_mut() {
                 let now = run.now();
@@ -409,9 +454,17 @@ impl DashboardStudy {
             if let Some(nn) = inner.nn.as_mut() {
                 log.borrow_mut().note_received(wall_ms(), event);
                 nn.driver.feed(wall_ms(), event.clone());
-            } else if let Some(ica) = inner.ica.as_mut().filter(|i| !i.is_over()) {
+            } else if let (true, Some(worker)) = (inner.ica_running, inner.ica_worker.as_ref()) {
                 log.borrow_mut().note_received(wall_ms(), event);
-                ica.feed(wall_ms(), event);
+                match event {
+                    TransportEvent::Message { from, payload, .. } => {
+                        worker.post(&ToWorker::Message { from: *from, payload: payload.clone() });
+                    }
+                    TransportEvent::PeerLeft(peer) => {
+                        worker.post(&ToWorker::Departure { who: peer.id });
+                    }
+                    _ => {}
+                }
             } else {
                 let Some(run) = inner.run.as_mut() else { return };
                 log.borrow_mut().note_received(wall_ms(), event);
@@ -430,8 +483,12 @@ impl DashboardStudy {
             if let Some(nn) = inner.nn.as_mut() {
                 nn.driver.fire_timeout(wall_ms());
             }
-            if let Some(ica) = inner.ica.as_mut() {
-                ica.fire_timeout(wall_ms());
+            let due = inner.ica_running && inner.ica_deadline.is_some_and(|d| d <= wall_ms());
+            if due {
+                inner.ica_deadline = None;
+                if let Some(worker) = inner.ica_worker.as_ref() {
+                    worker.post(&ToWorker::IcaTimer);
+                }
             }
             if let Some(run) = inner.run.as_mut() {
                 let now = run.now();
@@ -444,7 +501,7 @@ impl DashboardStudy {
     /// After any input: finish, pause or resume the clock, re-arm the timer, publish.
     fn settle(&self) {
         let Some(inner) = self.inner() else { return };
-        let (live, rounds, nn_live, nn_rounds, ica, lines, total) = {
+        let (live, rounds, nn_live, nn_rounds, lines, total) = {
             let mut guard = inner.borrow_mut();
             let inner = &mut *guard;
             let finished = inner.run.as_ref().and_then(|run| {
@@ -471,9 +528,8 @@ impl DashboardStudy {
                 let deadline = nn.driver.machine.poll_timeout()?;
                 Some(u32::try_from(deadline.saturating_sub(wall_ms())).unwrap_or(u32::MAX))
             });
-            let ica_wait = inner.ica.as_ref().and_then(|ica| {
-                let deadline = ica.poll_timeout()?;
-                Some(u32::try_from(deadline.saturating_sub(wall_ms())).unwrap_or(u32::MAX))
+            let ica_wait = inner.ica_deadline.filter(|_| inner.ica_running).map(|deadline| {
+                u32::try_from(deadline.saturating_sub(wall_ms())).unwrap_or(u32::MAX)
             });
             let wait = inner.run.as_mut().and_then(|run| {
                 let wall = wall_ms();
@@ -488,9 +544,8 @@ impl DashboardStudy {
                 wait.or(nn_wait).or(ica_wait).map(|ms| Timeout::new(ms, move || this.on_timer()));
             let live = inner.run.as_ref().map(Run::live);
             let nn_live = inner.nn.as_ref().map(NnRun::live);
-            let ica = inner.ica.as_mut().map(IcaRun::live);
             let log = inner.log.borrow();
-            (live, rounds, nn_live, nn_rounds, ica, log.lines(), log.total())
+            (live, rounds, nn_live, nn_rounds, log.lines(), log.total())
         };
         self.view.live.set(live);
         if let Some(rounds) = rounds {
@@ -500,9 +555,6 @@ impl DashboardStudy {
         if let Some(rounds) = nn_rounds {
             self.view.nn_rounds.set(rounds);
         }
-        if ica.is_some() {
-            self.view.ica.set(ica);
-        }
         self.view.wire.set(lines);
         self.view.wire_total.set(total);
     }
@@ -511,7 +563,7 @@ impl DashboardStudy {
 impl Inner {
     /// Whether a study of any kind is running.
     fn busy(&self) -> bool {
-        self.run.is_some() || self.nn.is_some() || self.ica.as_ref().is_some_and(|i| !i.is_over())
+        self.run.is_some() || self.nn.is_some() || self.ica_running
     }
 }
 

@@ -19,6 +19,7 @@ use capelab_core::study::iterative::djica::{DjicaSchedule, DjicaTask, noise_for}
 use capelab_core::study::iterative::pca::{MAX_VOXELS, PcaTask, PublicSynthetic, SyntheticPreset};
 use capelab_core::study::iterative::{IterativeParams, NoiseMode};
 use capelab_core::wire::ParticipantId;
+use serde::{Deserialize, Serialize};
 
 use super::form::{FormError, count, positive, real};
 
@@ -72,7 +73,7 @@ impl Default for IcaFields {
 }
 
 /// Where the sites' data come from, and the public shape the noise is calibrated for.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DataSpec {
     /// The public synthetic data set each site generates its subjects of, or `None`: the sites'
     /// own files (no ground truth: no q_NGI, no matched maps).
@@ -86,7 +87,7 @@ pub struct DataSpec {
 }
 
 /// The checked form: what both steps announce.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IcaForm {
     pub data: DataSpec,
     pub sites: Vec<ParticipantId>,

@@ -22,13 +22,14 @@ use nalgebra::DMatrix;
 
 use super::ica_form::IcaForm;
 use super::nn_run::{ROUND_TIMEOUT_MS, phase_text};
-use super::wire::StudyTransport;
+use capelab_core::transport::Transport;
+use serde::{Deserialize, Serialize};
 
 pub type PcaOutcome = IterativeOutcome<PcaState, PcaReport>;
 pub type DjicaOutcome = IterativeOutcome<DjicaState, DjicaReport>;
 
 /// The recovered maps lined up with the true ones (D values each, R of each).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MapsView {
     pub grid: usize,
     pub truth: Vec<Vec<f64>>,
@@ -38,7 +39,7 @@ pub struct MapsView {
 }
 
 /// One capeDJICA iteration, for the charts.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IcaPoint {
     pub iteration: u32,
     pub q: Option<f64>,
@@ -47,12 +48,12 @@ pub struct IcaPoint {
 }
 
 /// The study as the dashboard shows it, running or finished.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IcaLive {
     pub number: usize,
     pub form: IcaForm,
     /// "capePCA" or "capeDJICA".
-    pub stage: &'static str,
+    pub stage: String,
     pub phase: String,
     pub pca: Option<PcaOutcome>,
     pub djica_params: Option<IterativeParams>,
@@ -72,20 +73,20 @@ impl IcaLive {
     }
 }
 
-enum Stage {
-    Pca(Box<Driver<StudyTransport, IterativeAggregator<PcaAggregator>>>),
-    Djica(Box<Driver<StudyTransport, IterativeAggregator<DjicaStudyAggregator>>>),
+enum Stage<T: Transport> {
+    Pca(Box<Driver<T, IterativeAggregator<PcaAggregator>>>),
+    Djica(Box<Driver<T, IterativeAggregator<DjicaStudyAggregator>>>),
     Over,
 }
 
-pub struct IcaRun {
+pub struct IcaRun<T: Transport + Clone> {
     pub number: usize,
     form: IcaForm,
     names: BTreeMap<ParticipantId, String>,
     /// The true maps A (D×R) when the data set is public (generated); `None` for own files.
     truth: Option<DMatrix<f64>>,
-    transport: StudyTransport,
-    stage: Stage,
+    transport: T,
+    stage: Stage<T>,
     pca: Option<PcaOutcome>,
     djica: Option<DjicaOutcome>,
     djica_params: Option<IterativeParams>,
@@ -95,12 +96,12 @@ pub struct IcaRun {
     maps: Option<(u64, MapsView)>,
 }
 
-impl IcaRun {
+impl<T: Transport + Clone> IcaRun<T> {
     /// Opens capePCA at `now_ms`.
     pub fn start(
         number: usize,
         form: IcaForm,
-        transport: StudyTransport,
+        transport: T,
         names: BTreeMap<ParticipantId, String>,
         now_ms: u64,
     ) -> Result<Self, String> {
@@ -291,7 +292,7 @@ impl IcaRun {
         IcaLive {
             number: self.number,
             form: self.form.clone(),
-            stage,
+            stage: stage.to_owned(),
             phase,
             pca: self.pca.clone(),
             djica_params: self.djica_params.clone(),

@@ -481,7 +481,10 @@ impl SiteStudy {
             FromWorker::Refused(reason) => {
                 web_sys::console::warn_1(&format!("capelab worker: {reason}").into());
             }
-            FromWorker::Ready => {}
+            FromWorker::Ready
+            | FromWorker::IcaLive(_)
+            | FromWorker::Deadline(_)
+            | FromWorker::IcaStartFailed(_) => {}
         }
     }
 

@@ -94,6 +94,8 @@ impl Engine {
             ToWorker::Departure { who } => {
                 self.feed(&mut out, |role| role.handle_departure(now_ms, who));
             }
+            // A dashboard's messages: [`super::state`] routes them to its run.
+            ToWorker::IcaStart { .. } | ToWorker::IcaTimer | ToWorker::IcaStop { .. } => {}
         }
         out.push(FromWorker::View(Box::new(self.view())));
         out

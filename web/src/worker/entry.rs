@@ -1,4 +1,5 @@
-//! The worker's side of the channel: decode what the tab posts, run the [`Engine`], post back.
+//! The worker's side of the channel: decode what the tab posts, run the [`WorkerState`], post
+//! back.
 
 use std::cell::RefCell;
 
@@ -6,11 +7,11 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-use super::engine::Engine;
 use super::protocol::{FromWorker, ToWorker};
+use super::state::WorkerState;
 
 thread_local! {
-    static ENGINE: RefCell<Engine> = RefCell::new(Engine::default());
+    static STATE: RefCell<WorkerState> = RefCell::new(WorkerState::default());
 }
 
 /// Called by the worker's bootstrap script once the module is initialised.
@@ -21,7 +22,7 @@ pub fn capelab_worker_main() {
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let replies = match serde_wasm_bindgen::from_value::<ToWorker>(event.data()) {
             Ok(message) => {
-                ENGINE.with(|e| e.borrow_mut().handle(message, js_sys::Date::now() as u64))
+                STATE.with(|s| s.borrow_mut().handle(message, js_sys::Date::now() as u64))
             }
             Err(e) => vec![FromWorker::Refused(format!("unreadable message from the tab: {e}"))],
         };

@@ -1,8 +1,13 @@
 //! The messages between a site tab and its worker. They cross `postMessage` as plain JS objects
 //! ([`serde_wasm_bindgen`]); protocol payloads travel as `Uint8Array`s, not arrays of numbers.
 
+use std::collections::BTreeMap;
+
 use capelab_core::wire::{ParticipantId, To};
 use serde::{Deserialize, Serialize};
+
+use crate::study_driver::ica_form::IcaForm;
+use crate::study_driver::ica_run::IcaLive;
 
 /// Main thread → worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -30,6 +35,19 @@ pub enum ToWorker {
     },
     Departure {
         who: ParticipantId,
+    },
+    /// A dashboard's Joint ICA study: its aggregators run in this worker from now on, and the
+    /// room's messages go to them.
+    IcaStart {
+        number: usize,
+        form: Box<IcaForm>,
+        names: BTreeMap<ParticipantId, String>,
+    },
+    /// The page's timer fired (the last [`FromWorker::Deadline`] passed).
+    IcaTimer,
+    /// The teacher stopped the study.
+    IcaStop {
+        reason: String,
     },
 }
 
@@ -102,6 +120,12 @@ pub enum FromWorker {
     View(Box<super::view::IcaSiteView>),
     /// An input the role refused, in words.
     Refused(String),
+    /// The dashboard's study as it stands (after every input).
+    IcaLive(Box<IcaLive>),
+    /// When the aggregators next need the timer (`Date.now()` milliseconds), if ever.
+    Deadline(Option<u64>),
+    /// The study could not start (nothing was sent).
+    IcaStartFailed(String),
 }
 
 /// `Vec<u8>` as serde bytes, which `serde_wasm_bindgen` maps to `Uint8Array` both ways.

@@ -1,0 +1,148 @@
+//! Everything one worker holds: a site tab's [`Engine`], or a dashboard's [`DashboardRun`]
+//! (a tab is one or the other), and the routing of the page's messages between them.
+
+use super::aggregator::DashboardRun;
+use super::engine::Engine;
+use super::protocol::{FromWorker, ToWorker};
+
+#[derive(Default)]
+pub struct WorkerState {
+    site: Engine,
+    dashboard: Option<DashboardRun>,
+}
+
+impl WorkerState {
+    pub fn handle(&mut self, message: ToWorker, now_ms: u64) -> Vec<FromWorker> {
+        match (message, self.dashboard.as_mut()) {
+            (ToWorker::IcaStart { number, form, names }, _) => {
+                match DashboardRun::start(number, *form, names, now_ms) {
+                    Ok((run, replies)) => {
+                        self.dashboard = Some(run);
+                        replies
+                    }
+                    Err(e) => vec![FromWorker::IcaStartFailed(e)],
+                }
+            }
+            (ToWorker::IcaTimer, Some(run)) => run.timer(now_ms),
+            (ToWorker::IcaStop { reason }, Some(run)) => run.stop(now_ms, &reason),
+            (ToWorker::Message { from, payload }, Some(run)) => run.message(now_ms, from, payload),
+            (ToWorker::Departure { who }, Some(run)) => run.departure(now_ms, who),
+            (ToWorker::IcaTimer | ToWorker::IcaStop { .. }, None) => Vec::new(),
+            (message, None) => self.site.handle(message, now_ms),
+            (ToWorker::Start { .. }, Some(_)) => {
+                vec![FromWorker::Refused("a dashboard's worker takes no site study".into())]
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! A dashboard's worker and three sites' workers, wired as the page and the relay would:
+    //! the whole Joint ICA study with nothing but worker messages.
+
+    use std::collections::BTreeMap;
+
+    use capelab_core::accountant::{Budget, Ledger};
+    use capelab_core::djica::PrivacyUnit;
+    use capelab_core::study::iterative::peek_start;
+    use capelab_core::wire::{ParticipantId, To};
+
+    use super::*;
+    use crate::study_driver::ica_form::IcaFields;
+    use crate::study_driver::ica_run::IcaLive;
+
+    const DASHBOARD: ParticipantId = 1;
+    const SITES: [ParticipantId; 3] = [2, 3, 4];
+
+    #[test]
+    fn a_dashboard_worker_and_site_workers_run_the_study_to_its_maps() {
+        let fields = IcaFields {
+            grid: "6".into(),
+            components: "3".into(),
+            subjects_per_site: "4".into(),
+            timepoints: "60".into(),
+            unit: PrivacyUnit::TimePoint,
+            epsilon_iteration: "2".into(),
+            iterations: "40".into(),
+            ..IcaFields::default()
+        };
+        let form = fields.read(SITES.to_vec()).unwrap();
+        let names: BTreeMap<ParticipantId, String> =
+            SITES.iter().map(|&s| (s, format!("Lab {s}"))).collect();
+        let mut dashboard = WorkerState::default();
+        let mut sites: Vec<WorkerState> = SITES.iter().map(|_| WorkerState::default()).collect();
+        let ledgers: Vec<String> = SITES
+            .iter()
+            .map(|s| {
+                Ledger::new(format!("Lab {s}"), Budget::new(1e6, 1e-5).unwrap()).unwrap().to_json()
+            })
+            .collect();
+        let mut ledgers = ledgers;
+        let mut live: Option<IcaLive> = None;
+        let mut inbox: Vec<(Option<usize>, ToWorker)> =
+            vec![(None, ToWorker::IcaStart { number: 1, form: Box::new(form), names })];
+        let mut now = 0;
+        while let Some((to, message)) = inbox.pop() {
+            now += 1;
+            let (from, replies) = match to {
+                None => (DASHBOARD, dashboard.handle(message, now)),
+                Some(i) => (SITES[i], sites[i].handle(message, now)),
+            };
+            for reply in replies {
+                match reply {
+                    FromWorker::Send { to, kind, payload } if from == DASHBOARD => {
+                        let targets: Vec<usize> = match to {
+                            To::All => (0..SITES.len()).collect(),
+                            To::One(id) => {
+                                SITES.iter().position(|&s| s == id).into_iter().collect()
+                            }
+                        };
+                        for i in targets {
+                            // The page starts a site's role on `iter/start`, else forwards.
+                            let message = if kind == "iter/start" {
+                                let (_, computation) = peek_start(&payload).unwrap();
+                                ToWorker::Start {
+                                    me: SITES[i],
+                                    dashboard: DASHBOARD,
+                                    computation,
+                                    payload: payload.clone(),
+                                    ledger_json: ledgers[i].clone(),
+                                    seed: 40 + i as u64,
+                                    allow_nonprivate: false,
+                                    own_data: None,
+                                }
+                            } else {
+                                ToWorker::Message { from: DASHBOARD, payload: payload.clone() }
+                            };
+                            inbox.insert(0, (Some(i), message));
+                        }
+                    }
+                    FromWorker::Send { to, payload, .. } => {
+                        assert_eq!(to, To::One(DASHBOARD), "sites write to the dashboard only");
+                        inbox.insert(0, (None, ToWorker::Message { from, payload }));
+                    }
+                    FromWorker::Ledger { json } => {
+                        let i = SITES.iter().position(|&s| s == from).unwrap();
+                        ledgers[i] = json;
+                    }
+                    FromWorker::IcaLive(l) => live = Some(*l),
+                    FromWorker::IcaStartFailed(e) => panic!("{e}"),
+                    _ => {}
+                }
+            }
+        }
+        let live = live.expect("the dashboard reported its study");
+        assert!(live.finished && live.failure.is_none(), "{:?}", live.failure);
+        assert_eq!(live.stage, "capeDJICA");
+        assert_eq!(live.points.len(), 40);
+        let maps = live.maps.expect("the maps of the final state");
+        assert_eq!((maps.truth.len(), maps.recovered.len(), maps.grid), (3, 3, 6));
+        let q = live.points.last().unwrap().q.unwrap();
+        // Quality is core's to test with fixed seeds; here the noise is the OS's.
+        assert!((0.0..=1.0).contains(&q), "q_NGI = {q}");
+        for json in &ledgers {
+            assert_eq!(Ledger::from_json(json).unwrap().entries().len(), 1 + 40);
+        }
+    }
+}
