@@ -25,6 +25,12 @@ use super::nn_run::{ROUND_TIMEOUT_MS, phase_text};
 use capelab_core::transport::Transport;
 use serde::{Deserialize, Serialize};
 
+/// How long capePCA waits for each round: a site generates its subjects and computes its D×D
+/// covariance (D² · N_s) in between, which takes tens of seconds in a tab at the largest sizes
+/// (12 s at D = 900, N_s = 16 000 in `scripts/bench`'s browser run). capeDJICA's rounds use
+/// [`ROUND_TIMEOUT_MS`].
+pub const PCA_TIMEOUT_MS: u64 = 120_000;
+
 pub type PcaOutcome = IterativeOutcome<PcaState, PcaReport>;
 pub type DjicaOutcome = IterativeOutcome<DjicaState, DjicaReport>;
 
@@ -110,7 +116,7 @@ impl<T: Transport + Clone> IcaRun<T> {
         let (aggregator, start) = IterativeAggregator::start(
             form.pca_params.clone(),
             step,
-            ROUND_TIMEOUT_MS,
+            PCA_TIMEOUT_MS,
             os_rng(),
             now_ms,
         )
