@@ -35,7 +35,8 @@ enum Role {
 #[derive(Clone, Debug, PartialEq)]
 enum DataKey {
     Synthetic(PublicSynthetic, u64),
-    Own(String),
+    /// The files themselves: a file loaded again under the same name with other bytes is new.
+    Own(OwnData),
 }
 
 #[derive(Default)]
@@ -156,7 +157,7 @@ impl Engine {
         own: Option<OwnData>,
     ) -> Result<SiteData, String> {
         let key = match (&own, synthetic) {
-            (Some(own), _) => DataKey::Own(own.describe()),
+            (Some(own), _) => DataKey::Own(own.clone()),
             (None, Some(public)) => DataKey::Synthetic(public, seed),
             (None, None) => match &self.data {
                 Some((key, ..)) => key.clone(),
@@ -174,8 +175,8 @@ impl Engine {
             return Ok(data.clone());
         }
         let (data, origin) = match (&key, own) {
-            (DataKey::Own(description), Some(own)) => {
-                (load_own(&own)?, format!("loaded in this tab: {description}"))
+            (DataKey::Own(_), Some(own)) => {
+                (load_own(&own)?, format!("loaded in this tab: {}", own.describe()))
             }
             (DataKey::Synthetic(public, seed), _) => (
                 public.site_data(*seed).map_err(|e| e.to_string())?,
@@ -685,6 +686,24 @@ mod tests {
         assert_eq!(sent[0], vec!["iter/accept"]);
         assert_eq!(sent[1], vec!["iter/accept"]);
         assert_eq!(sent[2], vec!["iter/decline"], "no files, no generated data set: it declines");
+    }
+
+    #[test]
+    fn a_file_loaded_again_under_the_same_name_with_other_bytes_is_new_data() {
+        let own = |csv: &str| OwnData {
+            files: OwnFiles::Matrix {
+                name: "site.csv".into(),
+                bytes: csv.as_bytes().to_vec(),
+                timepoints: 2,
+            },
+            scale: 1.0,
+        };
+        let mut engine = Engine::default();
+        let first = engine.data_for(None, 1, Some(own("1,2\n3,5\n"))).unwrap();
+        let again = engine.data_for(None, 1, Some(own("1,2\n3,5\n"))).unwrap();
+        assert_eq!(first.x, again.x);
+        let edited = engine.data_for(None, 1, Some(own("1,2\n3,9\n"))).unwrap();
+        assert_ne!(first.x, edited.x, "the edited file's data, not the cached one");
     }
 
     #[test]
