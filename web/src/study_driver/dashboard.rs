@@ -41,6 +41,7 @@ use crate::ledger_report::{self, LedgerReport};
 use crate::public_bounds::{self, BoundsAnnouncement};
 use crate::roster::display_name;
 use crate::session::RoomState;
+use crate::transport::WsTransport;
 use crate::worker::host::WorkerHost;
 use crate::worker::protocol::{FromWorker, ToWorker};
 
@@ -229,109 +230,98 @@ impl DashboardStudy {
         &self,
         read: impl FnOnce(Vec<ParticipantId>) -> Result<MeanForm, FormError>,
     ) {
-        let result = self.try_start(read);
-        self.view.start_error.set(result.err());
-        self.settle();
-    }
-
-    fn try_start(
-        &self,
-        read: impl FnOnce(Vec<ParticipantId>) -> Result<MeanForm, FormError>,
-    ) -> Result<(), String> {
-        let inner = self.inner().ok_or("the dashboard is closing")?;
-        let mut inner = inner.borrow_mut();
-        if inner.busy() {
-            return Err("A study is running: wait for it to end or stop it.".into());
-        }
-        let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
-        let (sites, names) = present_sites(&inner.room);
-        let form = read(sites).map_err(|e| e.to_string())?;
-        let clock = PausableClock::default();
-        let now = clock.now(wall_ms());
-        let (aggregator, start) =
-            MeanAggregator::start(form.params, AggregatorSettings::default(), os_rng(), now)
-                .map_err(|e| e.to_string())?;
-        if let Some(bounds) = form.bounds {
-            // Public, so sent to everyone, ahead of the start the sites map their tables with.
-            let announced = BoundsAnnouncement { study: aggregator.study(), bounds };
-            let mut ws = ws.clone();
-            ws.send(To::All, public_bounds::KIND, &announced.encode())
-                .map_err(|e| format!("could not announce the public bounds: {e}"))?;
-        }
-        let gate = Rc::new(RefCell::new(StepGate::new(form.step_mode)));
-        let transport =
-            StudyTransport { ws, gate: Some(gate.clone()), log: inner.log.clone(), now: wall_ms };
-        let mut driver = Driver::new(transport, aggregator);
-        driver.send(now, start);
-        let number = inner.rounds.len() + 1;
-        inner.run = Some(Run {
-            number,
-            driver,
-            gate,
-            clock,
-            released: Vec::new(),
-            names,
-            step_mode: form.step_mode,
+        self.start_study(read, |inner, ws, form, names| {
+            let clock = PausableClock::default();
+            let now = clock.now(wall_ms());
+            let (aggregator, start) =
+                MeanAggregator::start(form.params, AggregatorSettings::default(), os_rng(), now)
+                    .map_err(|e| e.to_string())?;
+            if let Some(bounds) = form.bounds {
+                // Public, so sent to everyone, ahead of the start the sites map their tables with.
+                let announced = BoundsAnnouncement { study: aggregator.study(), bounds };
+                let mut ws = ws.clone();
+                ws.send(To::All, public_bounds::KIND, &announced.encode())
+                    .map_err(|e| format!("could not announce the public bounds: {e}"))?;
+            }
+            let gate = Rc::new(RefCell::new(StepGate::new(form.step_mode)));
+            let transport = StudyTransport {
+                ws,
+                gate: Some(gate.clone()),
+                log: inner.log.clone(),
+                now: wall_ms,
+            };
+            let mut driver = Driver::new(transport, aggregator);
+            driver.send(now, start);
+            let number = inner.rounds.len() + 1;
+            inner.run = Some(Run {
+                number,
+                driver,
+                gate,
+                clock,
+                released: Vec::new(),
+                names,
+                step_mode: form.step_mode,
+            });
+            Ok(())
         });
-        Ok(())
     }
 
     /// Starts an NN study (CAPE gradient descent) among the present sites, as the form says.
     pub fn start_nn(&self, read: impl FnOnce(Vec<ParticipantId>) -> Result<NnForm, FormError>) {
-        let result = self.try_start_nn(read);
-        self.view.start_error.set(result.err());
-        self.settle();
+        self.start_study(read, |inner, ws, form, names| {
+            let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+            let number = inner.nn_rounds.len() + 1;
+            inner.nn = Some(NnRun::start(number, form, transport, names, wall_ms())?);
+            Ok(())
+        });
     }
 
-    fn try_start_nn(
-        &self,
-        read: impl FnOnce(Vec<ParticipantId>) -> Result<NnForm, FormError>,
-    ) -> Result<(), String> {
-        let inner = self.inner().ok_or("the dashboard is closing")?;
-        let mut inner = inner.borrow_mut();
-        if inner.busy() {
-            return Err("A study is running: wait for it to end or stop it.".into());
-        }
-        let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
-        let (sites, names) = present_sites(&inner.room);
-        let form = read(sites).map_err(|e| e.to_string())?;
-        let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
-        let number = inner.nn_rounds.len() + 1;
-        inner.nn = Some(NnRun::start(number, form, transport, names, wall_ms())?);
-        Ok(())
-    }
-
-    /// Starts a Joint ICA study (capePCA, then capeDJICA) among the present sites.
+    /// Starts a Joint ICA study (capePCA, then capeDJICA) among the present sites; its
+    /// aggregators run in this tab's worker.
     pub fn start_ica(&self, read: impl FnOnce(Vec<ParticipantId>) -> Result<IcaForm, FormError>) {
-        let result = self.try_start_ica(read);
-        self.view.start_error.set(result.err());
-        self.settle();
+        let this = *self;
+        self.start_study(read, |inner, _ws, form, names| {
+            if inner.ica_worker.is_none() {
+                let host = WorkerHost::spawn(move |message| this.on_ica_worker(message))?;
+                inner.ica_worker = Some(host);
+            }
+            inner.ica_count += 1;
+            let number = inner.ica_count;
+            inner.ica_running = true;
+            inner.ica_deadline = None;
+            if let Some(worker) = inner.ica_worker.as_ref() {
+                worker.post(&ToWorker::IcaStart { number, form: Box::new(form), names });
+            }
+            Ok(())
+        });
     }
 
-    fn try_start_ica(
+    /// Every study's start: unless a study is running or the page is offline, reads the form
+    /// for the sites present and hands it to `open` with the socket and the sites' names; shows
+    /// why not otherwise.
+    fn start_study<F>(
         &self,
-        read: impl FnOnce(Vec<ParticipantId>) -> Result<IcaForm, FormError>,
-    ) -> Result<(), String> {
-        let inner = self.inner().ok_or("the dashboard is closing")?;
-        let mut inner = inner.borrow_mut();
-        if inner.busy() {
-            return Err("A study is running: wait for it to end or stop it.".into());
-        }
-        inner.room.transport().ok_or("This page is not connected to a relay.")?;
-        let (sites, names) = present_sites(&inner.room);
-        let form = read(sites).map_err(|e| e.to_string())?;
-        if inner.ica_worker.is_none() {
-            let this = *self;
-            inner.ica_worker = Some(WorkerHost::spawn(move |message| this.on_ica_worker(message))?);
-        }
-        inner.ica_count += 1;
-        let number = inner.ica_count;
-        inner.ica_running = true;
-        inner.ica_deadline = None;
-        if let Some(worker) = inner.ica_worker.as_ref() {
-            worker.post(&ToWorker::IcaStart { number, form: Box::new(form), names });
-        }
-        Ok(())
+        read: impl FnOnce(Vec<ParticipantId>) -> Result<F, FormError>,
+        open: impl FnOnce(
+            &mut Inner,
+            WsTransport,
+            F,
+            BTreeMap<ParticipantId, String>,
+        ) -> Result<(), String>,
+    ) {
+        let result = (|| {
+            let inner = self.inner().ok_or("the dashboard is closing")?;
+            let mut inner = inner.borrow_mut();
+            if inner.busy() {
+                return Err("A study is running: wait for it to end or stop it.".into());
+            }
+            let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
+            let (sites, names) = present_sites(&inner.room);
+            let form = read(sites).map_err(|e| e.to_string())?;
+            open(&mut inner, ws, form, names)
+        })();
+        self.view.start_error.set(result.err());
+        self.settle();
     }
 
     /// What the Joint ICA worker answered: envelopes to send, the live study, the next deadline.

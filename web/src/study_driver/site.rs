@@ -264,9 +264,7 @@ impl SiteStudy {
     /// A dashboard opened a study: a fresh site role for it.
     fn on_start(&self, from: ParticipantId, payload: &[u8], event: &TransportEvent) {
         let Some(inner) = self.inner() else { return };
-        let from_dashboard = inner.borrow().room.roster.with_untracked(|r| {
-            r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
-        });
+        let from_dashboard = is_dashboard(&inner.borrow().room, from);
         let params = match MeanMessage::decode(payload) {
             Ok(MeanMessage { study, body: MeanBody::Start(params) }) => Some((study, params)),
             _ => None,
@@ -307,9 +305,7 @@ impl SiteStudy {
     fn on_bounds(&self, from: ParticipantId, payload: &[u8]) {
         let Some(inner) = self.inner() else { return };
         let mut inner = inner.borrow_mut();
-        let from_dashboard = inner.room.roster.with_untracked(|r| {
-            r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
-        });
+        let from_dashboard = is_dashboard(&inner.room, from);
         match BoundsAnnouncement::decode(payload) {
             Ok(announced) if from_dashboard => inner.bounds = Some(announced),
             _ => web_sys::console::warn_1(
@@ -321,9 +317,7 @@ impl SiteStudy {
     /// A dashboard opened an NN study: a fresh iterative site role on this tab's records.
     fn on_nn_start(&self, from: ParticipantId, payload: &[u8], event: &TransportEvent) {
         let Some(inner) = self.inner() else { return };
-        let from_dashboard = inner.borrow().room.roster.with_untracked(|r| {
-            r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
-        });
+        let from_dashboard = is_dashboard(&inner.borrow().room, from);
         let start = match IterMessage::<NnTask, Vec<f64>>::decode(payload) {
             Ok(IterMessage { study, body: IterBody::Start { params, task, .. } }) => {
                 Some((study, params, task))
@@ -398,9 +392,7 @@ impl SiteStudy {
     /// ledger, the seed, the loaded file) and answers through [`Self::on_worker`].
     fn on_ica_start(&self, from: ParticipantId, computation: String, payload: &[u8]) {
         let Some(inner) = self.inner() else { return };
-        let from_dashboard = inner.borrow().room.roster.with_untracked(|r| {
-            r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
-        });
+        let from_dashboard = is_dashboard(&inner.borrow().room, from);
         if !from_dashboard {
             web_sys::console::warn_1(
                 &format!("capelab: ignored a study start from participant {from}").into(),
@@ -665,6 +657,13 @@ fn study_view(site: &MeanSite<SharedLedger>) -> SiteStudyView {
         attempts,
         end,
     }
+}
+
+/// Whether `from` is one of the room's dashboards: only a dashboard opens studies.
+fn is_dashboard(room: &RoomState, from: ParticipantId) -> bool {
+    room.roster.with_untracked(|r| {
+        r.members().iter().any(|m| m.peer.id == from && m.peer.role == Role::Dashboard)
+    })
 }
 
 /// Study traffic a running site role takes: the study's own kinds and SecureAgg's.
