@@ -19,6 +19,8 @@ The pieces, one concept per file:
 - [`moments`]: the moments accountant with the corrected quadratic (spec §5 erratum).
 - [`composition`]: basic and strong (DRV'10) composition, for comparison.
 - [`comparison`]: every number above for one homogeneous run (what `cape account` prints).
+- [`pld`]: privacy loss distributions (dp-accounting's PLD accountant): the tightest bound,
+  used by the ledger beside RDP.
 - [`ledger`]: a site's record of releases against its budget; refuses over-budget requests.
 
 **Collusion-aware accounting** (spec §5, a \[PROPOSAL\] there): a release whose colluding-adversary view has
@@ -38,6 +40,7 @@ pub mod event;
 pub mod ledger;
 mod log_tails;
 pub mod moments;
+pub mod pld;
 pub mod rdp;
 mod solve;
 pub mod subsampled;
@@ -47,6 +50,7 @@ pub use conversion::Conversion;
 pub use event::{Event, Mechanism};
 pub use ledger::{Budget, Ledger, LedgerError, Release};
 pub use moments::{MomentsAccountant, MomentsQuadratic};
+pub use pld::{Pld, PldAccountant, PldEpsilon, PldError};
 pub use rdp::{DEFAULT_ORDERS, RdpAccountant};
 
 /// Bad input to the accountant. Each message names the value and the valid range.
@@ -67,6 +71,8 @@ pub enum AccountantError {
     Delta(f64),
     #[error("ε = {0} must be non-negative and finite")]
     Epsilon(f64),
+    #[error("Laplace scale b/Δ = {0} must be positive and finite")]
+    LaplaceScale(f64),
     #[error("RDP order α = {0} must be finite and greater than 1")]
     Order(f64),
     #[error("the list of RDP orders is empty; give at least one order α > 1")]
