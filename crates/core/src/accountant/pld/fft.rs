@@ -75,7 +75,7 @@ fn inverse(planner: &mut RealFftPlanner<f64>, mut spectrum: Vec<Complex64>, n: u
     // A real signal's spectrum has real DC and Nyquist terms; products keep that only up to
     // round-off, which realfft would refuse.
     spectrum[0].im = 0.0;
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         spectrum[n / 2].im = 0.0;
     }
     let mut out = fft.make_output_vec();
@@ -95,11 +95,11 @@ fn fast_len(len: usize) -> usize {
     loop {
         let mut m = n;
         for p in [2, 3, 5] {
-            while m % p == 0 {
+            while m.is_multiple_of(p) {
                 m /= p;
             }
         }
-        if m == 1 && n % 2 == 0 {
+        if m == 1 && n.is_multiple_of(2) {
             return n;
         }
         n += 1;

@@ -6,6 +6,7 @@ Manurangsi 2022, Algorithm 1).
 Conventions follow dp-accounting's `AdditiveNoisePrivacyLoss` (sensitivity 1, multiplier z = σ/Δ):
 - **remove**: P = (1 − q)·N(0, z²) + q·N(−1, z²) against Q = N(0, z²);
 - **add**: P = N(0, z²) against Q = (1 − q)·N(0, z²) + q·N(1, z²).
+
 A Poisson-subsampled release is (ε, δ)-DP under add/remove neighbours when both directions are;
 for q = 1 the two coincide.
 
@@ -13,6 +14,7 @@ Both directions reduce to the Gaussian's own profile δ_G(ε) = Φ(1/(2z) − ε
 εz) (valid for every real ε):
 - remove: δ(ε) = q·δ_G(ln(1 + (e^ε − 1)/q)) for ε > ln(1 − q), and 1 − e^ε below;
 - add: δ(ε) = c·δ_G(ε + ln q − ln c) with c = 1 − (1 − q)e^ε, for ε < −ln(1 − q), and 0 above.
+
 (Substitute the mixtures into sup_S P(S) − e^ε·Q(S) and factor out the mixing weight.)
 
 Connect-the-dots puts mass on the grid points ε_i = i·h between the losses at which the noise's
