@@ -1,6 +1,12 @@
 /*!
 `cape account`: every accounting of one homogeneous run, printed as a table or as one JSON object.
 
+`--accountant rdp` gives the RDP-family table (below), `pld` the privacy-loss-distribution
+accountant (`capelab_core::accountant::pld`, dp-accounting's `PLDAccountant`), `all` (default)
+both, each with the time it took. JSON: the RDP keys below at the top level (when computed), `pld`
+(`epsilon`, `interval`: the grid step or null when the composition was exact, per view), and
+`time_ms` (`rdp`, `pld`).
+
 The numbers come from `capelab_core::accountant::comparison`; this file only parses flags, maps
 errors to the flag at fault, and formats. JSON keys (aggregator's view at the top level):
 `epsilon_rdp`/`alpha_rdp` (standard conversion, exact optimum for unsampled runs),
@@ -11,8 +17,24 @@ pairs), and `collusion_aware` (the same keys under c_S) when `--collusion-factor
 */
 
 use std::process::ExitCode;
+use std::time::Instant;
 
-use capelab_core::accountant::{AccountantError, ComparisonReport, ComparisonRequest, ViewReport};
+use capelab_core::accountant::pld::{self, PldAccountant};
+use capelab_core::accountant::{
+    AccountantError, ComparisonReport, ComparisonRequest, Event, Mechanism, PldError, ViewReport,
+};
+use serde::Serialize;
+
+/// Which accountants to run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accountant {
+    /// RDP (both conversions), the exact Gaussian curve, moments, basic and strong composition.
+    Rdp,
+    /// Privacy loss distributions (the tightest upper bound).
+    Pld,
+    /// Both, side by side.
+    All,
+}
 
 #[derive(clap::Args, Debug)]
 pub struct AccountArgs {
@@ -39,9 +61,49 @@ pub struct AccountArgs {
     /// Include the composed RDP curve [(α, ρ(α))] in the output.
     #[arg(long)]
     curve: bool,
+    /// Which accountants to run.
+    #[arg(long, value_enum, default_value = "all")]
+    accountant: Accountant,
+    /// The PLD grid step in nats (at most 0.01; the default keeps the error under 1e-3).
+    #[arg(long, value_name = "H", default_value_t = pld::DEFAULT_INTERVAL, allow_negative_numbers = true)]
+    pld_interval: f64,
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+}
+
+/// What `cape account` prints.
+#[derive(Serialize)]
+struct AccountOutput {
+    #[serde(flatten)]
+    rdp: Option<ComparisonReport>,
+    pld: Option<PldReport>,
+    time_ms: Timing,
+}
+
+#[derive(Serialize)]
+struct Timing {
+    rdp: Option<f64>,
+    pld: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct PldReport {
+    noise_multiplier: f64,
+    compositions: u64,
+    delta: f64,
+    sampling_rate: Option<f64>,
+    aggregator: PldView,
+    collusion_aware: Option<PldView>,
+}
+
+#[derive(Serialize)]
+struct PldView {
+    collusion_factor: f64,
+    effective_noise_multiplier: f64,
+    epsilon: f64,
+    /// The grid step, or `None` when the composition was exact (unsampled Gaussian releases).
+    interval: Option<f64>,
 }
 
 pub fn run(args: AccountArgs) -> ExitCode {
@@ -56,7 +118,7 @@ pub fn run(args: AccountArgs) -> ExitCode {
                     }
                 }
             } else {
-                print!("{}", human(&report));
+                print!("{}", human(&args, &report));
             }
             ExitCode::SUCCESS
         }
@@ -67,7 +129,7 @@ pub fn run(args: AccountArgs) -> ExitCode {
     }
 }
 
-fn report(args: &AccountArgs) -> Result<ComparisonReport, String> {
+fn report(args: &AccountArgs) -> Result<AccountOutput, String> {
     let orders = args.orders.as_deref().map(parse_orders).transpose()?;
     let request = ComparisonRequest {
         noise_multiplier: args.noise_multiplier,
@@ -78,13 +140,64 @@ fn report(args: &AccountArgs) -> Result<ComparisonReport, String> {
         orders,
         include_curve: args.curve,
     };
-    request.run().map_err(|e| format!("{}: {e}", flag_of(&e)))
+    let (mut rdp, mut pld) = (None, None);
+    let mut time_ms = Timing { rdp: None, pld: None };
+    if args.accountant != Accountant::Pld {
+        let start = Instant::now();
+        rdp = Some(request.run().map_err(|e| format!("{}: {e}", flag_of(&e)))?);
+        time_ms.rdp = Some(start.elapsed().as_secs_f64() * 1e3);
+    }
+    if args.accountant != Accountant::Rdp {
+        let start = Instant::now();
+        pld = Some(pld_report(&request, args.pld_interval).map_err(|e| match &e {
+            PldError::Accountant(a) => format!("{}: {e}", flag_of(a)),
+            _ => format!("--pld-interval: {e}"),
+        })?);
+        time_ms.pld = Some(start.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(AccountOutput { rdp, pld, time_ms })
+}
+
+fn pld_report(request: &ComparisonRequest, interval: f64) -> Result<PldReport, PldError> {
+    let mechanism = match request.sampling_rate {
+        None => Mechanism::Gaussian { noise_multiplier: request.noise_multiplier },
+        Some(q) => Mechanism::PoissonSampledGaussian {
+            noise_multiplier: request.noise_multiplier,
+            sampling_rate: q,
+        },
+    };
+    let event = Event::new("run", mechanism, request.compositions)?;
+    let view = |event: Event| -> Result<PldView, PldError> {
+        let mut accountant = PldAccountant::with_interval(interval)?;
+        accountant.compose(&event);
+        let eps = accountant.epsilon(request.delta)?;
+        Ok(PldView {
+            collusion_factor: event.collusion_factor(),
+            effective_noise_multiplier: event.effective_noise_multiplier(),
+            epsilon: eps.epsilon,
+            interval: eps.interval,
+        })
+    };
+    let collusion_aware = match request.collusion_factor {
+        None => None,
+        Some(c) => Some(view(event.viewed_with(c)?)?),
+    };
+    Ok(PldReport {
+        noise_multiplier: request.noise_multiplier,
+        compositions: request.compositions,
+        delta: request.delta,
+        sampling_rate: request.sampling_rate,
+        aggregator: view(event)?,
+        collusion_aware,
+    })
 }
 
 /// The flag a core validation error is about.
 fn flag_of(e: &AccountantError) -> &'static str {
     match e {
-        AccountantError::NoiseMultiplier(_) => "--noise-multiplier",
+        AccountantError::NoiseMultiplier(_) | AccountantError::LaplaceScale(_) => {
+            "--noise-multiplier"
+        }
         AccountantError::SamplingRate(_) => "--sampling-rate",
         AccountantError::CollusionFactor(_) => "--collusion-factor",
         AccountantError::ZeroCount => "--compositions",
@@ -123,26 +236,57 @@ fn parse_orders(list: &str) -> Result<Vec<f64>, String> {
     Ok(orders)
 }
 
-fn human(r: &ComparisonReport) -> String {
-    let mut out = String::new();
-    let what = match r.sampling_rate {
-        None => format!("{} Gaussian releases", r.compositions),
-        Some(q) => format!("{} Poisson-subsampled Gaussian releases (q = {q})", r.compositions),
+fn human(args: &AccountArgs, out: &AccountOutput) -> String {
+    let mut text = String::new();
+    let what = match args.sampling_rate {
+        None => format!("{} Gaussian releases", args.compositions),
+        Some(q) => format!("{} Poisson-subsampled Gaussian releases (q = {q})", args.compositions),
     };
-    out += &format!(
-        "cape account: {what}, noise multiplier z = {}, δ = {:e}, {} RDP orders\n",
-        r.noise_multiplier, r.delta, r.grid_orders
+    text += &format!(
+        "cape account: {what}, noise multiplier z = {}, δ = {:e}\n",
+        args.noise_multiplier, args.delta
     );
-    out += "\naggregator's view\n";
-    out += &view_table(&r.aggregator);
-    if let Some(c) = &r.collusion_aware {
-        out += &format!(
-            "\ncollusion-aware view (c_S = {}, effective z/√c_S = {:.6})\n",
-            c.collusion_factor, c.effective_noise_multiplier
+    if let Some(r) = &out.rdp {
+        text += &format!(
+            "\nRDP and classical composition ({} RDP orders; {:.1} ms)\n",
+            r.grid_orders,
+            out.time_ms.rdp.unwrap_or(0.0)
         );
-        out += &view_table(c);
+        text += "aggregator's view\n";
+        text += &view_table(&r.aggregator);
+        if let Some(c) = &r.collusion_aware {
+            text += &format!(
+                "collusion-aware view (c_S = {}, effective z/√c_S = {:.6})\n",
+                c.collusion_factor, c.effective_noise_multiplier
+            );
+            text += &view_table(c);
+        }
     }
-    out
+    if let Some(p) = &out.pld {
+        text += &format!(
+            "\nprivacy loss distribution (pessimistic; {:.1} ms)\n",
+            out.time_ms.pld.unwrap_or(0.0)
+        );
+        for (name, v) in std::iter::once(("aggregator's view", &p.aggregator))
+            .chain(p.collusion_aware.as_ref().map(|c| ("collusion-aware view", c)))
+        {
+            let how = match v.interval {
+                Some(h) => format!("grid step h = {h:e}, an upper bound"),
+                None => "exact: unsampled Gaussians compose to a Gaussian".into(),
+            };
+            text += &format!("  {name:<32} ε = {:<14.6} {how}\n", v.epsilon);
+        }
+        if let Some(r) = &out.rdp {
+            let best_rdp = r.aggregator.epsilon_rdp_improved.min(r.aggregator.epsilon_rdp);
+            text += &format!(
+                "  PLD vs best RDP (aggregator)     {:.6} vs {:.6} ({:+.2}%)\n",
+                p.aggregator.epsilon,
+                best_rdp,
+                100.0 * (p.aggregator.epsilon / best_rdp - 1.0)
+            );
+        }
+    }
+    text
 }
 
 fn view_table(v: &ViewReport) -> String {

@@ -1,9 +1,9 @@
 //! The site ledger: refusal before spending, persistence, and rejection of bad imports.
 
 use capelab_core::accountant::conversion::Conversion;
-use capelab_core::accountant::ledger::{LEDGER_FORMAT_VERSION, LedgerError};
+use capelab_core::accountant::ledger::{Bound, LEDGER_FORMAT_VERSION, LedgerError};
 use capelab_core::accountant::{
-    Budget, Event, Ledger, Mechanism, PrivacyAccountant, RdpAccountant, Release,
+    Budget, Event, Ledger, Mechanism, PldAccountant, PrivacyAccountant, RdpAccountant, Release,
 };
 
 fn release(study: &str, label: &str, z: f64, count: u64, time_ms: u64) -> Release {
@@ -26,13 +26,19 @@ fn busy_ledger() -> Ledger {
 }
 
 #[test]
-fn running_total_is_the_accountants_epsilon() {
+fn running_total_is_the_tightest_accountants_epsilon() {
     let ledger = busy_ledger();
-    let mut independent = RdpAccountant::new(Conversion::Improved);
+    let mut rdp = RdpAccountant::new(Conversion::Improved);
+    let mut pld = PldAccountant::default();
     for e in ledger.entries() {
-        independent.compose(&e.event);
+        rdp.compose(&e.event);
+        pld.compose(&e.event);
     }
-    let expected = independent.epsilon(1e-5).unwrap().epsilon;
+    let (rdp, pld) = (rdp.epsilon(1e-5).unwrap().epsilon, pld.epsilon(1e-5).unwrap().epsilon);
+    assert!(pld < rdp, "PLD {pld} should beat RDP {rdp} on a DP-SGD run");
+    let expected = pld;
+    let spend = ledger.spend();
+    assert_eq!((spend.rdp, spend.pld, spend.bound), (rdp, pld, Bound::Pld));
     assert_eq!(ledger.spent(), expected);
     assert_eq!(ledger.entries().last().unwrap().epsilon_after, expected);
     assert!((ledger.remaining() - (3.0 - expected)).abs() < 1e-15);
@@ -60,6 +66,7 @@ fn over_budget_request_is_refused_and_the_ledger_is_unchanged() {
     }
     let msg = err.to_string();
     assert!(msg.contains("insufficient privacy budget") && msg.contains("capeDJICA"), "{msg}");
+    assert!(msg.contains("by PLD, the tightest bound"), "{msg}");
     assert!(msg.contains("left"), "{msg}");
     assert_eq!(ledger, before);
     assert_eq!(ledger.to_json(), json_before);
@@ -143,8 +150,8 @@ fn malformed_and_inconsistent_imports_are_rejected() {
     assert_eq!(target, before);
 
     assert_rejected(
-        |v| v["version"] = 2.into(),
-        |e| matches!(e, UnsupportedVersion { found } if found == "2"),
+        |v| v["version"] = 3.into(),
+        |e| matches!(e, UnsupportedVersion { found } if found == "3"),
     );
     assert_rejected(
         |v| v.as_object_mut().unwrap().remove("version").map(|_| ()).unwrap(),
@@ -182,4 +189,42 @@ fn malformed_and_inconsistent_imports_are_rejected() {
         |v| v["accounting"]["orders"] = serde_json::json!([0.5, 2.0]),
         |e| e.to_string().contains("α = 0.5"),
     );
+}
+
+/// A version-1 file (running totals were RDP's only) is read, its totals checked against the RDP
+/// replay, and restated under both accountants; a tampered v1 total is still refused.
+#[test]
+fn version_1_ledgers_are_migrated() {
+    let current = busy_ledger();
+    let mut v1: serde_json::Value = serde_json::from_str(&current.to_json()).unwrap();
+    v1["version"] = 1.into();
+    for r in v1["releases"].as_array_mut().unwrap() {
+        let rdp = r["epsilon_after_rdp"].clone();
+        let o = r.as_object_mut().unwrap();
+        for key in ["epsilon_after_rdp", "epsilon_after_pld", "bound"] {
+            o.remove(key);
+        }
+        o.insert("epsilon_after".into(), rdp);
+    }
+    v1["accounting"].as_object_mut().unwrap().remove("pld_interval");
+    let migrated = Ledger::from_json(&v1.to_string()).unwrap();
+    assert_eq!(migrated, current);
+
+    v1["releases"][0]["epsilon_after"] = 0.001.into();
+    let err = Ledger::from_json(&v1.to_string()).unwrap_err();
+    assert!(matches!(err, LedgerError::Inconsistent(ref m) if m.contains("release #0")), "{err}");
+}
+
+/// Unsampled Gaussian releases are charged their exact composition (PLD), below RDP's bound.
+#[test]
+fn gaussian_releases_are_charged_exactly() {
+    let mut ledger = Ledger::new("site-1", Budget::new(10.0, 1e-5).unwrap()).unwrap();
+    for t in 0..5 {
+        ledger.try_spend(release("mean", "round", 4.0, 1, t)).unwrap();
+    }
+    let exact =
+        capelab_core::accountant::analytic_gaussian::composed_epsilon(4.0, 5, 1e-5).unwrap();
+    let spend = ledger.spend();
+    assert!((spend.epsilon - exact).abs() < 1e-12 && spend.bound == Bound::Pld);
+    assert!(spend.rdp > exact);
 }

@@ -1,6 +1,9 @@
 /*!
-A site's privacy ledger: every release it has made, the running total under the chosen
-accountant, and the budget the site set (ε at a δ). The ledger is a privacy filter (style §4,
+A site's privacy ledger: every release it has made, the running total, and the budget the site
+set (ε at a δ). The running total is the tightest valid bound of two accountants, RDP (Balle et
+al.'s conversion) and PLD ([`super::pld`]; exact for unsampled Gaussian releases): both are upper
+bounds on the same composition, so their minimum is one too. Every entry records both and which
+one was used ([`Bound`]). The ledger is a privacy filter (style §4,
 OpenDP's odometer): a release that would take the total over the budget is refused **before**
 anything is sent, with an error that says what it would spend and what is left, and the ledger is
 left unchanged.
@@ -9,7 +12,7 @@ Protocol drivers call [`Ledger::try_spend`] before they send a noisy message and
 `Ok`. Time is whatever number the caller passes (`time_ms`); the ledger never reads a clock.
 
 Persistence: [`Ledger::to_json`] / [`Ledger::from_json`] with a format `version`
-([`LEDGER_FORMAT_VERSION`]). An import is replayed release by release and rejected, with the
+([`LEDGER_FORMAT_VERSION`]; version 1 files, whose totals were RDP only, are read and restated). An import is replayed release by release and rejected, with the
 existing ledger untouched ([`Ledger::load_json`]), if it is malformed, of another version, out of
 time order, over its own budget, or if a stored running total disagrees with the replay.
 */
@@ -18,11 +21,12 @@ use serde::{Deserialize, Serialize};
 
 use super::conversion::{Conversion, check_orders};
 use super::event::Event;
+use super::pld::{self, PldAccountant, PldError};
 use super::rdp::{DEFAULT_ORDERS, RdpAccountant};
 use super::{AccountantError, PrivacyAccountant, check_delta};
 
-/// The JSON format version this build writes and reads.
-pub const LEDGER_FORMAT_VERSION: u32 = 1;
+/// The JSON format version this build writes. It also reads version 1 (RDP-only totals).
+pub const LEDGER_FORMAT_VERSION: u32 = 2;
 
 /// Relative tolerance when checking a stored running total against the replay (JSON numbers are
 /// written round-trip exact; the slack only absorbs a re-serialisation by another tool).
@@ -53,18 +57,70 @@ impl Budget {
 }
 
 /// How the ledger converts its releases into a total: RDP composition on `orders`, converted with
-/// `conversion` (and at the exact optimal order while every release is an unsampled Gaussian).
+/// `conversion` (and at the exact optimal order while every release is an unsampled Gaussian),
+/// and PLD composition on a grid of step `pld_interval`; the total is the smaller of the two.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerAccounting {
     pub conversion: Conversion,
     pub orders: Vec<f64>,
+    #[serde(default = "default_pld_interval")]
+    pub pld_interval: f64,
+}
+
+fn default_pld_interval() -> f64 {
+    pld::DEFAULT_INTERVAL
 }
 
 impl Default for LedgerAccounting {
-    /// Balle et al.'s conversion on dp-accounting's default orders.
+    /// Balle et al.'s conversion on dp-accounting's default orders; PLD at dp-accounting's grid.
     fn default() -> Self {
-        LedgerAccounting { conversion: Conversion::Improved, orders: DEFAULT_ORDERS.to_vec() }
+        LedgerAccounting {
+            conversion: Conversion::Improved,
+            orders: DEFAULT_ORDERS.to_vec(),
+            pld_interval: pld::DEFAULT_INTERVAL,
+        }
+    }
+}
+
+/// The accountant whose bound a total is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    Rdp,
+    Pld,
+}
+
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Bound::Rdp => "RDP",
+            Bound::Pld => "PLD",
+        })
+    }
+}
+
+/// A total under both accountants, and the tightest.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spend {
+    /// min(rdp, pld): what the ledger charges.
+    pub epsilon: f64,
+    pub rdp: f64,
+    /// +∞ when the PLD could not be computed on the ledger's grid (then RDP is used).
+    pub pld: f64,
+    pub bound: Bound,
+}
+
+impl Spend {
+    const NOTHING: Spend = Spend { epsilon: 0.0, rdp: 0.0, pld: 0.0, bound: Bound::Pld };
+
+    fn of(rdp: f64, pld: f64) -> Spend {
+        // Ties go to PLD: it is exact for unsampled Gaussians.
+        if pld <= rdp {
+            Spend { epsilon: pld, rdp, pld, bound: Bound::Pld }
+        } else {
+            Spend { epsilon: rdp, rdp, pld, bound: Bound::Rdp }
+        }
     }
 }
 
@@ -78,7 +134,8 @@ pub struct Release {
     pub time_ms: u64,
 }
 
-/// A recorded release and the site's total ε (at the budget's δ) after it.
+/// A recorded release and the site's total ε (at the budget's δ) after it: the charged total
+/// (the tightest), and each accountant's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerEntry {
@@ -86,6 +143,43 @@ pub struct LedgerEntry {
     pub event: Event,
     pub time_ms: u64,
     pub epsilon_after: f64,
+    pub epsilon_after_rdp: f64,
+    /// `null` in JSON when the PLD could not be computed (then the RDP total was charged).
+    #[serde(with = "infinite_as_null")]
+    pub epsilon_after_pld: f64,
+    pub bound: Bound,
+}
+
+impl LedgerEntry {
+    pub fn spend_after(&self) -> Spend {
+        Spend {
+            epsilon: self.epsilon_after,
+            rdp: self.epsilon_after_rdp,
+            pld: self.epsilon_after_pld,
+            bound: self.bound,
+        }
+    }
+}
+
+/// A version-1 entry: the total was RDP's.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LedgerEntryV1 {
+    study: String,
+    event: Event,
+    time_ms: u64,
+    epsilon_after: f64,
+}
+
+/// JSON has no infinity: +∞ is written as `null`.
+mod infinite_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() { s.serialize_f64(*v) } else { s.serialize_none() }
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
 }
 
 /// What a release would do to the total, without recording it (Flower's `would_exceed`).
@@ -96,14 +190,17 @@ pub struct Preview {
     pub cost: f64,
     pub remaining_after: f64,
     pub within_budget: bool,
+    /// Both accountants' totals after the release; `spent_after` is the tightest.
+    pub after: Spend,
 }
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LedgerError {
     #[error(
         "insufficient privacy budget at site '{site}': release '{label}' of study '{study}' would \
-         raise ε from {spent:.6} to {spent_after:.6} (δ = {delta:e}), spending {cost:.6}, but the \
-         budget is ε = {budget:.6} and only {remaining:.6} is left; nothing was recorded or sent"
+         raise ε from {spent:.6} to {spent_after:.6} (δ = {delta:e}, by {bound}, the tightest \
+         bound), spending {cost:.6}, but the budget is ε = {budget:.6} and only {remaining:.6} is \
+         left; nothing was recorded or sent"
     )]
     InsufficientBudget {
         site: String,
@@ -115,6 +212,7 @@ pub enum LedgerError {
         budget: f64,
         remaining: f64,
         delta: f64,
+        bound: Bound,
     },
     #[error("budget ε = {0} must be positive and finite")]
     BudgetEpsilon(f64),
@@ -132,10 +230,12 @@ pub enum LedgerError {
     EmptySite,
     #[error(transparent)]
     Accountant(#[from] AccountantError),
+    #[error("the ledger's PLD accounting is misconfigured: {0}")]
+    Pld(PldError),
     #[error("ledger JSON is malformed: {0}")]
     Malformed(String),
     #[error(
-        "ledger JSON has format version {found}, this build reads version {}",
+        "ledger JSON has format version {found}, this build reads versions 1 to {}",
         LEDGER_FORMAT_VERSION
     )]
     UnsupportedVersion { found: String },
@@ -145,15 +245,15 @@ pub enum LedgerError {
     SiteMismatch { expected: String, found: String },
 }
 
-/// The serialised ledger.
+/// The serialised ledger (`E`: the entry of the file's version).
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct LedgerFile {
+struct LedgerFile<E> {
     version: u32,
     site: String,
     budget: Budget,
     accounting: LedgerAccounting,
-    releases: Vec<LedgerEntry>,
+    releases: Vec<E>,
 }
 
 /// One site's releases against its budget.
@@ -163,7 +263,8 @@ pub struct Ledger {
     budget: Budget,
     accounting: LedgerAccounting,
     entries: Vec<LedgerEntry>,
-    accountant: RdpAccountant,
+    rdp: RdpAccountant,
+    pld: PldAccountant,
 }
 
 impl Ledger {
@@ -183,9 +284,8 @@ impl Ledger {
         }
         budget.validate()?;
         check_orders(&accounting.orders)?;
-        let accountant =
-            RdpAccountant::with_orders(accounting.orders.clone(), accounting.conversion)?;
-        Ok(Ledger { site, budget, accounting, entries: Vec::new(), accountant })
+        let (rdp, pld) = accountants(&accounting)?;
+        Ok(Ledger { site, budget, accounting, entries: Vec::new(), rdp, pld })
     }
 
     pub fn site(&self) -> &str {
@@ -201,9 +301,14 @@ impl Ledger {
         &self.entries
     }
 
-    /// Total ε spent so far, at the budget's δ.
+    /// Total ε spent so far, at the budget's δ: the tightest of RDP and PLD.
     pub fn spent(&self) -> f64 {
-        self.total(&self.accountant)
+        self.spend().epsilon
+    }
+
+    /// The total under both accountants, and which one is charged.
+    pub fn spend(&self) -> Spend {
+        self.entries.last().map_or(Spend::NOTHING, LedgerEntry::spend_after)
     }
 
     /// Budget ε minus spent ε (never negative: the ledger refuses to go over).
@@ -211,23 +316,27 @@ impl Ledger {
         (self.budget.epsilon - self.spent()).max(0.0)
     }
 
-    fn total(&self, accountant: &RdpAccountant) -> f64 {
-        accountant.epsilon(self.budget.delta).map(|e| e.epsilon).unwrap_or(f64::INFINITY)
+    /// The totals if `event` were composed next, at `delta`.
+    fn spend_with(&self, event: &Event, delta: f64) -> (RdpAccountant, PldAccountant, Spend) {
+        let (mut rdp, mut pld) = (self.rdp.clone(), self.pld.clone());
+        rdp.compose(event);
+        pld.compose(event);
+        let spend = measure(&rdp, &pld, delta);
+        (rdp, pld, spend)
     }
 
     /// What `release` would spend, without recording it.
     pub fn preview(&self, release: &Release) -> Result<Preview, LedgerError> {
         self.check_time(release.time_ms)?;
-        let mut trial = self.accountant.clone();
-        trial.compose(&release.event);
+        let (_, _, after) = self.spend_with(&release.event, self.budget.delta);
         let spent_before = self.spent();
-        let spent_after = self.total(&trial);
         Ok(Preview {
             spent_before,
-            spent_after,
-            cost: spent_after - spent_before,
-            remaining_after: self.budget.epsilon - spent_after,
-            within_budget: spent_after <= self.budget.epsilon,
+            spent_after: after.epsilon,
+            cost: after.epsilon - spent_before,
+            remaining_after: self.budget.epsilon - after.epsilon,
+            within_budget: after.epsilon <= self.budget.epsilon,
+            after,
         })
     }
 
@@ -235,31 +344,34 @@ impl Ledger {
     /// [`LedgerError::InsufficientBudget`] and changes nothing. Call it before sending.
     pub fn try_spend(&mut self, release: Release) -> Result<&LedgerEntry, LedgerError> {
         self.check_time(release.time_ms)?;
-        let mut trial = self.accountant.clone();
-        trial.compose(&release.event);
+        let (rdp, pld, after) = self.spend_with(&release.event, self.budget.delta);
         let spent = self.spent();
-        let spent_after = self.total(&trial);
         // NaN never fits a budget, so test for "fits" rather than "exceeds".
-        let fits = spent_after <= self.budget.epsilon;
+        let fits = after.epsilon <= self.budget.epsilon;
         if !fits {
             return Err(LedgerError::InsufficientBudget {
                 site: self.site.clone(),
                 study: release.study,
                 label: release.event.label().to_owned(),
                 spent,
-                spent_after,
-                cost: spent_after - spent,
+                spent_after: after.epsilon,
+                cost: after.epsilon - spent,
                 budget: self.budget.epsilon,
                 remaining: (self.budget.epsilon - spent).max(0.0),
                 delta: self.budget.delta,
+                bound: after.bound,
             });
         }
-        self.accountant = trial;
+        self.rdp = rdp;
+        self.pld = pld;
         self.entries.push(LedgerEntry {
             study: release.study,
             event: release.event,
             time_ms: release.time_ms,
-            epsilon_after: spent_after,
+            epsilon_after: after.epsilon,
+            epsilon_after_rdp: after.rdp,
+            epsilon_after_pld: after.pld,
+            bound: after.bound,
         });
         Ok(self.entries.last().expect("just pushed"))
     }
@@ -267,7 +379,7 @@ impl Ledger {
     /// Sets a new budget; refuses one below what is already spent (at the new δ).
     pub fn set_budget(&mut self, budget: Budget) -> Result<(), LedgerError> {
         budget.validate()?;
-        let spent = self.accountant.epsilon(budget.delta)?.epsilon;
+        let spent = measure(&self.rdp, &self.pld, budget.delta).epsilon;
         if spent > budget.epsilon {
             return Err(LedgerError::BudgetBelowSpend {
                 site: self.site.clone(),
@@ -277,11 +389,15 @@ impl Ledger {
             });
         }
         // Running totals are stated at the budget's δ: restate them at the new one.
-        let mut replay =
-            RdpAccountant::with_orders(self.accounting.orders.clone(), self.accounting.conversion)?;
+        let (mut rdp, mut pld) = accountants(&self.accounting)?;
         for e in &mut self.entries {
-            replay.compose(&e.event);
-            e.epsilon_after = replay.epsilon(budget.delta)?.epsilon;
+            rdp.compose(&e.event);
+            pld.compose(&e.event);
+            let after = measure(&rdp, &pld, budget.delta);
+            e.epsilon_after = after.epsilon;
+            e.epsilon_after_rdp = after.rdp;
+            e.epsilon_after_pld = after.pld;
+            e.bound = after.bound;
         }
         self.budget = budget;
         Ok(())
@@ -308,25 +424,48 @@ impl Ledger {
         serde_json::to_string_pretty(&file).expect("a ledger of finite numbers always serialises")
     }
 
-    /// Reads a ledger from JSON, replaying and checking every release.
+    /// Reads a ledger from JSON, replaying and checking every release. A version-1 file's totals
+    /// (RDP only) are checked against the RDP replay and restated under both accountants.
     pub fn from_json(json: &str) -> Result<Self, LedgerError> {
         let value: serde_json::Value =
             serde_json::from_str(json).map_err(|e| LedgerError::Malformed(e.to_string()))?;
+        let malformed = |e: serde_json::Error| LedgerError::Malformed(e.to_string());
         match value.get("version") {
-            Some(v) if v.as_u64() == Some(LEDGER_FORMAT_VERSION as u64) => {}
-            Some(v) => return Err(LedgerError::UnsupportedVersion { found: v.to_string() }),
-            None => return Err(LedgerError::Malformed("missing field `version`".into())),
+            Some(v) if v.as_u64() == Some(LEDGER_FORMAT_VERSION as u64) => {
+                let file: LedgerFile<LedgerEntry> =
+                    serde_json::from_value(value).map_err(malformed)?;
+                let stored = file.releases.iter().map(|e| e.epsilon_after).collect();
+                let releases = file.releases.into_iter().map(|e| (e.study, e.event, e.time_ms));
+                Self::replay(file.site, file.budget, file.accounting, releases, stored, |s| {
+                    s.epsilon
+                })
+            }
+            Some(v) if v.as_u64() == Some(1) => {
+                let file: LedgerFile<LedgerEntryV1> =
+                    serde_json::from_value(value).map_err(malformed)?;
+                let stored = file.releases.iter().map(|e| e.epsilon_after).collect();
+                let releases = file.releases.into_iter().map(|e| (e.study, e.event, e.time_ms));
+                Self::replay(file.site, file.budget, file.accounting, releases, stored, |s| s.rdp)
+            }
+            Some(v) => Err(LedgerError::UnsupportedVersion { found: v.to_string() }),
+            None => Err(LedgerError::Malformed("missing field `version`".into())),
         }
-        let file: LedgerFile =
-            serde_json::from_value(value).map_err(|e| LedgerError::Malformed(e.to_string()))?;
-        let mut ledger = Ledger::with_accounting(file.site, file.budget, file.accounting)?;
-        for (i, entry) in file.releases.into_iter().enumerate() {
-            let label = entry.event.label().to_owned();
-            let stored = entry.epsilon_after;
-            let release =
-                Release { study: entry.study, event: entry.event, time_ms: entry.time_ms };
-            let replayed = match ledger.try_spend(release) {
-                Ok(e) => e.epsilon_after,
+    }
+
+    /// Rebuilds a ledger release by release; `stored[i]` must equal `check(total after release i)`.
+    fn replay(
+        site: String,
+        budget: Budget,
+        accounting: LedgerAccounting,
+        releases: impl Iterator<Item = (String, Event, u64)>,
+        stored: Vec<f64>,
+        check: impl Fn(&Spend) -> f64,
+    ) -> Result<Self, LedgerError> {
+        let mut ledger = Ledger::with_accounting(site, budget, accounting)?;
+        for (i, ((study, event, time_ms), stored)) in releases.zip(stored).enumerate() {
+            let label = event.label().to_owned();
+            let replayed = match ledger.try_spend(Release { study, event, time_ms }) {
+                Ok(e) => e.spend_after(),
                 Err(LedgerError::TimeWentBackwards { time_ms, last_ms }) => {
                     return Err(LedgerError::Inconsistent(format!(
                         "release #{i} ('{label}') has time {time_ms}, before the previous \
@@ -341,6 +480,7 @@ impl Ledger {
                 }
                 Err(other) => return Err(other),
             };
+            let replayed = check(&replayed);
             let agrees = (replayed - stored).abs() <= REPLAY_TOLERANCE * replayed.abs().max(1e-12);
             if !agrees {
                 return Err(LedgerError::Inconsistent(format!(
@@ -365,4 +505,21 @@ impl Ledger {
         *self = imported;
         Ok(())
     }
+}
+
+/// Empty accountants for `accounting`.
+fn accountants(
+    accounting: &LedgerAccounting,
+) -> Result<(RdpAccountant, PldAccountant), LedgerError> {
+    let rdp = RdpAccountant::with_orders(accounting.orders.clone(), accounting.conversion)?;
+    let pld = PldAccountant::with_interval(accounting.pld_interval).map_err(LedgerError::Pld)?;
+    Ok((rdp, pld))
+}
+
+/// Both totals at `delta`. A PLD too large for the grid is +∞ (RDP is then charged); an RDP
+/// failure is +∞ too, so a release whose cost cannot be bounded never fits a budget.
+fn measure(rdp: &RdpAccountant, pld: &PldAccountant, delta: f64) -> Spend {
+    let rdp = rdp.epsilon(delta).map(|e| e.epsilon).unwrap_or(f64::INFINITY);
+    let pld = pld.epsilon(delta).map(|e| e.epsilon).unwrap_or(f64::INFINITY);
+    Spend::of(rdp, pld)
 }
