@@ -3,11 +3,13 @@
 
 - `cape bench secagg`: each SecureAgg role per round ([`secagg`]).
 - `cape bench djica`: capePCA + capeDJICA end to end ([`djica`]).
+- `cape bench pld`: the PLD accountant on a DP-SGD-sized run ([`pld`]).
 */
 
 use std::process::ExitCode;
 
 pub mod djica;
+pub mod pld;
 pub mod secagg;
 
 #[derive(clap::Subcommand, Debug)]
@@ -18,11 +20,15 @@ pub enum BenchCommand {
     /// capePCA + capeDJICA end to end at paper scale (S = 4, M = 1024, D = 900, R = 20) and at
     /// M = 256; optionally merged with numpy's and the browser's figures for the ratios.
     Djica(djica::DjicaBenchArgs),
+    /// The PLD accountant: T = 20 000 Poisson-subsampled Gaussian releases at two grid steps;
+    /// optionally merged with the browser's and dp-accounting's figures for the ratios.
+    Pld(pld::PldBenchArgs),
 }
 
 pub fn run(command: BenchCommand) -> ExitCode {
     match command {
         BenchCommand::Secagg(args) => secagg::run(args),
         BenchCommand::Djica(args) => djica::run(args),
+        BenchCommand::Pld(args) => pld::run(args),
     }
 }
