@@ -19,7 +19,9 @@ pairs), and `collusion_aware` (the same keys under c_S) when `--collusion-factor
 use std::process::ExitCode;
 use std::time::Instant;
 
-use capelab_core::accountant::pld::{self, PldAccountant};
+use capelab_core::accountant::pld::{
+    self, Calibration, PldAccountant, calibrate_noise_multiplier, calibrate_noise_multiplier_rdp,
+};
 use capelab_core::accountant::{
     AccountantError, ComparisonReport, ComparisonRequest, Event, Mechanism, PldError, ViewReport,
 };
@@ -64,6 +66,10 @@ pub struct AccountArgs {
     /// Which accountants to run.
     #[arg(long, value_enum, default_value = "all")]
     accountant: Accountant,
+    /// Also calibrate: the smallest noise multiplier meeting this total ε at --delta over
+    /// --compositions releases (at --sampling-rate), under PLD and under RDP.
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    target_epsilon: Option<f64>,
     /// The PLD grid step in nats (at most 0.01; the default keeps the error under 1e-3).
     #[arg(long, value_name = "H", default_value_t = pld::DEFAULT_INTERVAL, allow_negative_numbers = true)]
     pld_interval: f64,
@@ -78,7 +84,18 @@ struct AccountOutput {
     #[serde(flatten)]
     rdp: Option<ComparisonReport>,
     pld: Option<PldReport>,
+    calibration: Option<CalibrationReport>,
     time_ms: Timing,
+}
+
+/// The multiplier each accountant needs for `--target-epsilon`.
+#[derive(Serialize)]
+struct CalibrationReport {
+    target_epsilon: f64,
+    pld: Option<Calibration>,
+    rdp: Option<Calibration>,
+    /// 1 − z_PLD / z_RDP: the share of the noise PLD accounting saves at the same guarantee.
+    noise_saved: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -155,7 +172,32 @@ fn report(args: &AccountArgs) -> Result<AccountOutput, String> {
         })?);
         time_ms.pld = Some(start.elapsed().as_secs_f64() * 1e3);
     }
-    Ok(AccountOutput { rdp, pld, time_ms })
+    let calibration = args.target_epsilon.map(|target| calibrate(args, target)).transpose()?;
+    Ok(AccountOutput { rdp, pld, calibration, time_ms })
+}
+
+fn calibrate(args: &AccountArgs, target: f64) -> Result<CalibrationReport, String> {
+    let q = args.sampling_rate.unwrap_or(1.0);
+    let flag = |e: PldError| match &e {
+        PldError::Accountant(AccountantError::Epsilon(_)) => format!("--target-epsilon: {e}"),
+        PldError::Accountant(a) => format!("{}: {e}", flag_of(a)),
+        _ => format!("--pld-interval: {e}"),
+    };
+    let pld = (args.accountant != Accountant::Rdp)
+        .then(|| {
+            calibrate_noise_multiplier(target, args.delta, args.compositions, q, args.pld_interval)
+        })
+        .transpose()
+        .map_err(flag)?;
+    let rdp = (args.accountant != Accountant::Pld)
+        .then(|| calibrate_noise_multiplier_rdp(target, args.delta, args.compositions, q))
+        .transpose()
+        .map_err(flag)?;
+    let noise_saved = match (&pld, &rdp) {
+        (Some(p), Some(r)) => Some(1.0 - p.noise_multiplier / r.noise_multiplier),
+        _ => None,
+    };
+    Ok(CalibrationReport { target_epsilon: target, pld, rdp, noise_saved })
 }
 
 fn pld_report(request: &ComparisonRequest, interval: f64) -> Result<PldReport, PldError> {
@@ -284,6 +326,24 @@ fn human(args: &AccountArgs, out: &AccountOutput) -> String {
                 best_rdp,
                 100.0 * (p.aggregator.epsilon / best_rdp - 1.0)
             );
+        }
+    }
+    if let Some(c) = &out.calibration {
+        text += &format!(
+            "\ncalibration: the smallest z with ε ≤ {} at δ = {:e} over {} releases\n",
+            c.target_epsilon, args.delta, args.compositions
+        );
+        for (name, cal) in [("PLD", &c.pld), ("RDP (Balle et al. 2020)", &c.rdp)] {
+            if let Some(cal) = cal {
+                text += &format!(
+                    "  {name:<32} z = {:<14.6} (ε = {:.6})\n",
+                    cal.noise_multiplier, cal.epsilon
+                );
+            }
+        }
+        if let Some(saved) = c.noise_saved {
+            text +=
+                &format!("  PLD needs {:.1}% less noise for the same guarantee\n", 100.0 * saved);
         }
     }
     text

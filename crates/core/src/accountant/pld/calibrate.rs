@@ -8,8 +8,10 @@ upper end of the final bracket, so the returned z always meets the target (its �
 
 use serde::{Deserialize, Serialize};
 
+use super::super::conversion::Conversion;
 use super::super::event::{Event, Mechanism};
-use super::super::{AccountantError, check_delta};
+use super::super::rdp::RdpAccountant;
+use super::super::{AccountantError, PrivacyAccountant, check_delta};
 use super::{PldAccountant, PldError};
 
 /// Relative width of the final bracket on z.
@@ -31,6 +33,38 @@ pub fn calibrate_noise_multiplier(
     sampling_rate: f64,
     interval: f64,
 ) -> Result<Calibration, PldError> {
+    check_target(target_epsilon, delta, compositions, sampling_rate)?;
+    let accountant = PldAccountant::with_interval(interval)?;
+    let event = event_maker(compositions, sampling_rate);
+    bisect_multiplier(target_epsilon, |z| {
+        let mut a = accountant.clone();
+        a.compose(&event(z)?);
+        Ok(a.epsilon(delta)?.epsilon)
+    })
+}
+
+/// The same under RDP with Balle et al.'s conversion (for comparison: how much noise PLD saves).
+pub fn calibrate_noise_multiplier_rdp(
+    target_epsilon: f64,
+    delta: f64,
+    compositions: u64,
+    sampling_rate: f64,
+) -> Result<Calibration, PldError> {
+    check_target(target_epsilon, delta, compositions, sampling_rate)?;
+    let event = event_maker(compositions, sampling_rate);
+    bisect_multiplier(target_epsilon, |z| {
+        let mut a = RdpAccountant::new(Conversion::Improved);
+        a.compose(&event(z)?);
+        Ok(a.epsilon(delta)?.epsilon)
+    })
+}
+
+fn check_target(
+    target_epsilon: f64,
+    delta: f64,
+    compositions: u64,
+    sampling_rate: f64,
+) -> Result<(), PldError> {
     if !(target_epsilon > 0.0 && target_epsilon.is_finite()) {
         return Err(AccountantError::Epsilon(target_epsilon).into());
     }
@@ -41,18 +75,28 @@ pub fn calibrate_noise_multiplier(
     if !(sampling_rate > 0.0 && sampling_rate <= 1.0) {
         return Err(AccountantError::SamplingRate(sampling_rate).into());
     }
-    let accountant = PldAccountant::with_interval(interval)?;
-    let epsilon_at = |z: f64| -> Result<f64, PldError> {
+    Ok(())
+}
+
+fn event_maker(
+    compositions: u64,
+    sampling_rate: f64,
+) -> impl Fn(f64) -> Result<Event, AccountantError> {
+    move |z| {
         let mechanism = if sampling_rate == 1.0 {
             Mechanism::Gaussian { noise_multiplier: z }
         } else {
             Mechanism::PoissonSampledGaussian { noise_multiplier: z, sampling_rate }
         };
-        let mut a = accountant.clone();
-        a.compose(&Event::new("calibration", mechanism, compositions)?);
-        Ok(a.epsilon(delta)?.epsilon)
-    };
-    // Bracket: ε(lo) > target ≥ ε(hi).
+        Event::new("calibration", mechanism, compositions)
+    }
+}
+
+/// Bracket ε(lo) > target ≥ ε(hi) by doubling, then bisect in log z down to [`Z_TOLERANCE`].
+fn bisect_multiplier(
+    target_epsilon: f64,
+    epsilon_at: impl Fn(f64) -> Result<f64, PldError>,
+) -> Result<Calibration, PldError> {
     let (mut lo, mut hi) = (0.5, 1.0);
     let mut eps_hi = epsilon_at(hi)?;
     while eps_hi > target_epsilon {

@@ -32,7 +32,7 @@ pub mod mechanism;
 pub mod pmf;
 
 pub use accountant::{PldAccountant, PldEpsilon};
-pub use calibrate::calibrate_noise_multiplier;
+pub use calibrate::{Calibration, calibrate_noise_multiplier, calibrate_noise_multiplier_rdp};
 pub use mechanism::{Direction, Profile};
 pub use pmf::LossPmf;
 

@@ -175,6 +175,9 @@ fn calibration_meets_the_target_tightly() {
     let z_analytic = super::super::analytic_gaussian::analytic_multiplier(2.0, 1e-5).unwrap();
     let rel = exact.noise_multiplier / (z_analytic * 10f64.sqrt()) - 1.0;
     assert!((0.0..2e-4).contains(&rel), "{rel}");
+    // PLD needs less noise than RDP for the same target.
+    let rdp = calibrate_noise_multiplier_rdp(1.0, 1e-5, 1000, 0.01).unwrap();
+    assert!(rdp.epsilon <= 1.0 && rdp.noise_multiplier > c.noise_multiplier * 1.01, "{rdp:?}");
     assert!(matches!(
         calibrate_noise_multiplier(0.0, 1e-5, 10, 1.0, 1e-4),
         Err(PldError::Accountant(AccountantError::Epsilon(_)))
