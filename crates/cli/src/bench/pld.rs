@@ -56,11 +56,11 @@ pub fn run(args: PldBenchArgs) -> ExitCode {
         Ok(report) => {
             let text = serde_json::to_string_pretty(&report).expect("JSON of numbers");
             println!("{text}");
-            if let Some(path) = &args.out {
-                if let Err(e) = std::fs::write(path, text + "\n") {
-                    eprintln!("error: could not write {}: {e}", path.display());
-                    return ExitCode::FAILURE;
-                }
+            if let Some(path) = &args.out
+                && let Err(e) = std::fs::write(path, text + "\n")
+            {
+                eprintln!("error: could not write {}: {e}", path.display());
+                return ExitCode::FAILURE;
             }
             ExitCode::SUCCESS
         }
@@ -134,16 +134,16 @@ fn time_case(interval: f64, repetitions: usize) -> Result<Case, String> {
     Ok(Case { interval, epsilon, median_ms: times[times.len() / 2], repetitions })
 }
 
-/// The `cases` of the first `{"bench":"pld",…}` line in a runner's output.
+/// The `cases` of the first `{"bench": "pld", …}` line in a runner's output.
 fn read_cases(path: &PathBuf) -> Result<Vec<Case>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("could not read {}: {e}", path.display()))?;
-    let line = text
+    // Lines may carry a runner's prefix or other output; the first JSON object with bench = pld.
+    let value = text
         .lines()
-        .find(|l| l.trim_start().starts_with("{\"bench\":\"pld\""))
-        .ok_or_else(|| format!("{} has no {{\"bench\":\"pld\",…}} line", path.display()))?;
-    let value: Value = serde_json::from_str(line.trim())
-        .map_err(|e| format!("{}: not JSON: {e}", path.display()))?;
+        .filter_map(|l| l.find('{').and_then(|i| serde_json::from_str::<Value>(&l[i..]).ok()))
+        .find(|v| v["bench"] == "pld")
+        .ok_or_else(|| format!("{} has no {{\"bench\": \"pld\", …}} line", path.display()))?;
     serde_json::from_value(value["cases"].clone())
         .map_err(|e| format!("{}: bad cases: {e}", path.display()))
 }
