@@ -30,6 +30,11 @@ pub struct NnCommon {
     /// ε of each iteration's release (the papers' x axis).
     #[arg(long, value_name = "E", default_value_t = 0.5, allow_negative_numbers = true)]
     pub epsilon: f64,
+    /// Calibrate for a total instead: the ε per iteration (analytic Gaussian) at which the whole
+    /// run is (E, --delta)-DP in its guarantee view, by PLD accounting (overrides --epsilon and
+    /// --calibration).
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    pub target_epsilon: Option<f64>,
     /// δ of each iteration (0.01 in seed 002) and of the overall accounting.
     #[arg(long, value_name = "D", default_value_t = 1e-2, allow_negative_numbers = true)]
     pub delta: f64,

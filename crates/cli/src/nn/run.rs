@@ -2,13 +2,38 @@
 
 use std::process::ExitCode;
 
-use capelab_core::nn::{NnMechanism, train};
+use capelab_core::cape::privacy::Collusion;
+use capelab_core::nn::{NnMechanism, epsilon_per_iteration_for_target, train};
 use serde_json::{Value, json};
 
-use super::args::{NnArgs, config, load_nn};
+use super::args::{NnArgs, NnCommon, config, load_nn};
+use crate::fm::CalibrationArg;
+
+/// With `--target-epsilon`: the settings that meet it (ε per iteration, analytic calibration).
+fn for_target(args: &NnArgs) -> Result<NnCommon, String> {
+    let mut c = args.common.clone();
+    let Some(target) = c.target_epsilon else { return Ok(c) };
+    let collusion = match NnMechanism::from(args.mechanism) {
+        NnMechanism::NonPrivate => {
+            return Err("--target-epsilon: a non-private run has no guarantee to calibrate".into());
+        }
+        NnMechanism::Conventional => None,
+        NnMechanism::Cape => Some(
+            match c.colluders {
+                Some(k) => Collusion::new(c.sites, k),
+                None => Collusion::default_for(c.sites),
+            }
+            .map_err(|e| format!("--colluders: {e}"))?,
+        ),
+    };
+    c.epsilon = epsilon_per_iteration_for_target(target, c.delta, c.iterations, collusion.as_ref())
+        .map_err(|e| format!("--target-epsilon: {e}"))?;
+    c.calibration = CalibrationArg::Analytic;
+    Ok(c)
+}
 
 fn report(args: &NnArgs) -> Result<Value, String> {
-    let c = &args.common;
+    let c = &for_target(args)?;
     let data = load_nn(c, c.seed)?;
     let cfg = config(c, args.mechanism.into(), c.epsilon, c.seed);
     let r = train(&cfg, &data.train, &data.test).map_err(|e| e.to_string())?;
@@ -33,6 +58,7 @@ fn report(args: &NnArgs) -> Result<Value, String> {
         "iterations": c.iterations,
         "clip": c.clip,
         "epsilon_per_iteration": c.epsilon,
+        "target_epsilon": c.target_epsilon,
         "delta": c.delta,
         "accuracy": r.test_accuracy,
         "train_accuracy": r.train_accuracy,

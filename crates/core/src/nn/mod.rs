@@ -15,5 +15,5 @@ pub mod privacy;
 pub mod train;
 
 pub use network::Network;
-pub use privacy::{NnPrivacy, ViewAccount, account};
+pub use privacy::{NnPrivacy, ViewAccount, account, epsilon_per_iteration_for_target};
 pub use train::{NnConfig, NnError, NnMechanism, NnReport, train, train_with};
