@@ -167,5 +167,14 @@ fn ledger_records_what_the_account_says() {
     let z_pca = a.pca.as_ref().unwrap().z;
     let k = c * (2.0 * 300.0 / (2.0 * z_ica * z_ica) + 1.0 / (2.0 * z_pca * z_pca));
     let direct = gaussian_epsilon_exact(k, REPORT_DELTA, Conversion::Improved).unwrap().epsilon;
-    assert!((ledger.spent() - direct).abs() < 1e-6 * direct, "{} vs {direct}", ledger.spent());
+    let spend = ledger.spend();
+    assert!((spend.rdp - direct).abs() < 1e-6 * direct, "{} vs {direct}", spend.rdp);
+    // The ledger charges the exact composition (PLD): one Gaussian with μ² = 2K.
+    let exact = capelab_core::accountant::analytic_gaussian::epsilon_for_delta(
+        (2.0 * k).sqrt().recip(),
+        REPORT_DELTA,
+    )
+    .unwrap();
+    assert!((ledger.spent() - exact).abs() < 1e-9 * exact, "{} vs {exact}", ledger.spent());
+    assert!(exact < direct);
 }

@@ -9,7 +9,7 @@ mod cape_support;
 mod study_support;
 
 use cape_support::{assert_variance, mean_square};
-use capelab_core::accountant::{Conversion, PrivacyAccountant, RdpAccountant};
+use capelab_core::accountant::{Conversion, PldAccountant, PrivacyAccountant, RdpAccountant};
 use capelab_core::study::mean::sim::{StudySim, StudySimConfig};
 use capelab_core::study::mean::{StudyOutcome, collusion_factor, kind, row_mean};
 use study_support::{ledger, rows};
@@ -115,12 +115,20 @@ fn full_rounds_give_the_pooled_variance_and_beat_conventional_by_s() {
             assert_eq!(labels, ["mean/cape attempt 1", "mean/conventional"]);
             assert!((site.spent[0].event.collusion_factor() - collusion_factor(s)).abs() < 1e-15);
             assert_eq!(site.spent[1].event.collusion_factor(), 1.0);
-            // the running total is the two releases composed, computed independently
+            // the running totals are the two releases composed, computed independently: RDP's,
+            // and the charged one, the exact (PLD) composition, which is tighter
             let mut rdp = RdpAccountant::new(Conversion::Improved);
             rdp.compose(&site.spent[0].event);
             rdp.compose(&site.spent[1].event);
             let expected = rdp.epsilon(1e-5).unwrap().epsilon;
-            assert!((site.spent[1].epsilon_after - expected).abs() < 1e-9 * expected);
+            assert!((site.spent[1].epsilon_after_rdp - expected).abs() < 1e-9 * expected);
+            let mut pld = PldAccountant::default();
+            pld.compose(&site.spent[0].event);
+            pld.compose(&site.spent[1].event);
+            let exact = pld.epsilon(1e-5).unwrap();
+            assert_eq!(exact.interval, None, "unsampled Gaussians compose exactly");
+            assert!((site.spent[1].epsilon_after - exact.epsilon).abs() < 1e-12);
+            assert!(exact.epsilon < expected);
             let z = site.spent[0].event.mechanism().noise_multiplier();
             assert!((z - outcome.noise.noise_multiplier).abs() < 1e-12);
         }

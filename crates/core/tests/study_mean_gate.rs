@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use capelab_core::accountant::{
-    Conversion, Event, Ledger, Mechanism, PrivacyAccountant, RdpAccountant,
+    Conversion, Event, Ledger, Mechanism, PldAccountant, PrivacyAccountant, RdpAccountant,
 };
 use capelab_core::secagg::sim::DropMode;
 use capelab_core::study::mean::sim::{StudyDropPoint, StudySim, StudySimConfig};
@@ -24,23 +24,25 @@ const DELTA: f64 = 1e-5;
 
 /// ε (at the ledgers' δ = 1e-5) of a sequence of releases at z, computed with the accountant
 /// directly: `cape` lists the collusion factors of the CAPE releases.
+/// What a ledger charges for these releases: the tighter of RDP and PLD, computed independently.
 fn cost(z: f64, cape: &[f64], conventional: bool) -> f64 {
     let mut rdp = RdpAccountant::new(Conversion::Improved);
-    for &c in cape {
-        rdp.compose(
-            &Event::with_collusion_factor(
-                "cape",
-                Mechanism::Gaussian { noise_multiplier: z },
-                1,
-                c,
-            )
-            .unwrap(),
-        );
-    }
+    let mut pld = PldAccountant::default();
+    let mut events: Vec<Event> = cape
+        .iter()
+        .map(|&c| {
+            Event::with_collusion_factor("cape", Mechanism::Gaussian { noise_multiplier: z }, 1, c)
+                .unwrap()
+        })
+        .collect();
     if conventional {
-        rdp.compose(&Event::gaussian("conventional", z, 1).unwrap());
+        events.push(Event::gaussian("conventional", z, 1).unwrap());
     }
-    rdp.epsilon(1e-5).unwrap().epsilon
+    for e in &events {
+        rdp.compose(e);
+        pld.compose(e);
+    }
+    rdp.epsilon(1e-5).unwrap().epsilon.min(pld.epsilon(1e-5).unwrap().epsilon)
 }
 
 fn noise_multiplier(sites: usize) -> f64 {
