@@ -149,6 +149,9 @@ pub enum ErrorCode {
     AlreadyInRoom,
     /// `To::One` named nobody in this room.
     UnknownRecipient,
+    /// The frame asks for something this participant may not do, e.g. a second dashboard in a
+    /// room. Added after v1 shipped; older clients never receive it for frames they send.
+    NotAllowed,
 }
 
 /// The limits a relay enforces, announced in `Welcome`.
