@@ -50,7 +50,10 @@ fn foreign_version(text: &str) -> Option<u32> {
 /// Serialises a frame for the wire.
 pub fn relay_frame_text(frame: &RelayFrame) -> Utf8Bytes {
     // Relay frames are plain structs and enums with string keys: serialising cannot fail.
-    serde_json::to_string(frame).expect("relay frames always serialise").into()
+    let mut text = serde_json::to_string(frame).expect("relay frames always serialise");
+    // Queues count a frame's length; its allocation must not be up to twice that.
+    text.shrink_to_fit();
+    text.into()
 }
 
 #[cfg(test)]

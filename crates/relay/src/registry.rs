@@ -24,6 +24,10 @@ Behaviour the wire format leaves open, decided here:
 - `To::One` may name the sender itself (a cheap echo to check a connection); naming an away
   participant is refused with `UnknownRecipient`, as the message could not be delivered.
 - A room is dropped when it has no connected participant and nobody within the grace period.
+  Expiry goes through a deadline index ([`Deadlines`]), so it costs only the identities that
+  expire, never a scan of every room.
+- A room has exactly one dashboard: the participant who created it. A `Join` with role
+  `dashboard` is refused (`NotAllowed`) unless its resume token brings back that very seat.
 */
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,8 +37,9 @@ use axum::extract::ws::Utf8Bytes;
 use capelab_core::wire::{ParticipantId, Peer, PresenceEvent, RelayFrame, Role, To, WIRE_VERSION};
 
 use crate::error::Refusal;
+use crate::expiry::Deadlines;
 use crate::frame::relay_frame_text;
-use crate::limits::{RelayLimits, clean_name};
+use crate::limits::{RelayLimits, TokenBucket, clean_name};
 use crate::log::Log;
 use crate::outbox::{CloseReason, Outbox};
 use crate::resume::ResumeToken;
@@ -70,16 +75,19 @@ pub struct JoinRequest<'a> {
 #[derive(Debug)]
 pub struct Registry {
     rooms: HashMap<RoomCode, Room>,
+    deadlines: Deadlines,
     limits: RelayLimits,
     grace: Duration,
     log: Log,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Room {
     /// The id the next new participant gets; ids start at 1.
     last_id: ParticipantId,
     members: BTreeMap<ParticipantId, Member>,
+    /// Bytes all members together may still send (each sender also has its own budget).
+    bytes: TokenBucket,
 }
 
 #[derive(Debug)]
@@ -101,7 +109,7 @@ enum Link {
 impl Registry {
     /// An empty registry. `grace` is how long a dropped participant stays resumable.
     pub fn new(limits: RelayLimits, grace: Duration, log: Log) -> Self {
-        Registry { rooms: HashMap::new(), limits, grace, log }
+        Registry { rooms: HashMap::new(), deadlines: Deadlines::default(), limits, grace, log }
     }
 
     /// Opens a new room with a fresh code and seats `conn` in it as its dashboard (id 1).
@@ -113,7 +121,11 @@ impl Registry {
                 break candidate;
             }
         };
-        let room = self.rooms.entry(code.clone()).or_default();
+        let room = self.rooms.entry(code.clone()).or_insert_with(|| Room {
+            last_id: 0,
+            members: BTreeMap::new(),
+            bytes: self.limits.room_bytes(now),
+        });
         let peer = room.admit(conn, Role::Dashboard, name, &code, &self.limits);
         self.log.line(format_args!("room {code} created by #{} {:?}", peer.id, peer.name));
         Seat { room: code, id: peer.id }
@@ -133,8 +145,13 @@ impl Registry {
         let room = self.rooms.get_mut(&code).ok_or_else(unknown)?;
 
         if let Some(id) = request.resume.and_then(|token| room.holder_of(token)) {
-            room.resume(conn, id, &code, &self.limits, &self.log);
+            if let Some(since) = room.resume(conn, id, &code, &self.limits, &self.log) {
+                self.deadlines.remove(since + self.grace, &code, id);
+            }
             return Ok(Seat { room: code, id });
+        }
+        if request.role == Role::Dashboard {
+            return Err(Refusal::DashboardTaken { room: code.to_string() });
         }
         if room.members.len() >= self.limits.max_participants {
             return Err(Refusal::RoomFull {
@@ -155,10 +172,20 @@ impl Registry {
         seat: &Seat,
         to: To,
         envelope: Utf8Bytes,
+        now: Duration,
     ) -> Result<(), Refusal> {
-        let room = self.rooms.get(&seat.room).ok_or(Refusal::Superseded)?;
+        let room = self.rooms.get_mut(&seat.room).ok_or(Refusal::Superseded)?;
         if room.connection_of(seat.id).map(|c| c.id) != Some(conn.id) {
             return Err(Refusal::Superseded);
+        }
+        // Bounds what several members together push at the others; each sender has its own too.
+        if !room.bytes.try_take_n(now, envelope.len() as u64) {
+            return Err(Refusal::ByteRateLimited {
+                who: "this room",
+                size: envelope.len(),
+                per_second: self.limits.room_bytes_per_second.into(),
+                burst: self.limits.room_byte_burst.into(),
+            });
         }
         match to {
             To::All => room.broadcast_except(seat.id, &envelope),
@@ -186,6 +213,7 @@ impl Registry {
         let Some(member) = room.members.get_mut(&seat.id) else { return };
         member.link = Link::Away { since: now };
         let peer = member.peer.clone();
+        self.deadlines.add(now + self.grace, &seat.room, seat.id);
         room.announce(PresenceEvent::Left, &peer);
         self.log.line(format_args!(
             "{}: #{} left (resumable for {} s)",
@@ -196,24 +224,26 @@ impl Registry {
         self.expire(now);
     }
 
-    /// Forgets identities whose grace period is over, and rooms left with nobody.
+    /// Forgets identities whose grace period is over, and rooms left with nobody. Touches only
+    /// the identities that expire.
     pub fn expire(&mut self, now: Duration) {
-        let grace = self.grace;
-        let log = self.log;
-        self.rooms.retain(|code, room| {
-            room.members.retain(|id, member| match member.link {
-                Link::Away { since } if now.saturating_sub(since) >= grace => {
-                    log.line(format_args!("{code}: #{id} expired"));
-                    false
-                }
-                _ => true,
-            });
-            let keep = !room.members.is_empty();
-            if !keep {
-                log.line(format_args!("room {code} closed"));
+        while let Some((code, id)) = self.deadlines.pop_due(now) {
+            let Some(room) = self.rooms.get_mut(&code) else { continue };
+            if !matches!(room.members.get(&id).map(|m| &m.link), Some(Link::Away { .. })) {
+                continue;
             }
-            keep
-        });
+            room.members.remove(&id);
+            self.log.line(format_args!("{code}: #{id} expired"));
+            if room.members.is_empty() {
+                self.rooms.remove(&code);
+                self.log.line(format_args!("room {code} closed"));
+            }
+        }
+    }
+
+    /// How many away identities expiry has looked at so far (the work it did, for tests).
+    pub fn expiry_work(&self) -> u64 {
+        self.deadlines.examined()
     }
 
     /// Whether a room with this code is open.
@@ -253,6 +283,7 @@ impl Room {
     }
 
     /// Gives identity `id` to `conn`, taking it from an older connection if it still has it.
+    /// Returns when it went away, if it was away.
     fn resume(
         &mut self,
         conn: &Conn,
@@ -260,19 +291,25 @@ impl Room {
         code: &RoomCode,
         limits: &RelayLimits,
         log: &Log,
-    ) {
-        let Some(member) = self.members.get_mut(&id) else { return };
+    ) -> Option<Duration> {
+        let member = self.members.get_mut(&id)?;
         let previous = std::mem::replace(&mut member.link, Link::Connected(conn.clone()));
         let (peer, token) = (member.peer.clone(), member.token.clone());
-        if let Link::Connected(old) = previous {
-            old.outbox.close(CloseReason::superseded());
-            self.announce_except(id, PresenceEvent::Left, &peer);
-            log.line(format_args!("{code}: #{id} taken over by a new connection"));
-        } else {
-            log.line(format_args!("{code}: #{id} rejoined"));
-        }
+        let away_since = match previous {
+            Link::Connected(old) => {
+                old.outbox.close(CloseReason::superseded());
+                self.announce_except(id, PresenceEvent::Left, &peer);
+                log.line(format_args!("{code}: #{id} taken over by a new connection"));
+                None
+            }
+            Link::Away { since } => {
+                log.line(format_args!("{code}: #{id} rejoined"));
+                Some(since)
+            }
+        };
         self.welcome(conn, &peer, &token, code, limits);
         self.announce_except(id, PresenceEvent::Rejoined, &peer);
+        away_since
     }
 
     fn welcome(
@@ -337,6 +374,7 @@ mod tests {
     use super::*;
 
     const GRACE: Duration = Duration::from_secs(120);
+    const T0: Duration = Duration::ZERO;
 
     struct Tab {
         conn: Conn,
@@ -430,17 +468,17 @@ mod tests {
         let mut registry = registry(64);
         let tabs = room_with(&mut registry, 1, 2);
         let text: Utf8Bytes = "broadcast".into();
-        registry.route(&tabs[1].conn, tabs[1].seat(), To::All, text).unwrap();
+        registry.route(&tabs[1].conn, tabs[1].seat(), To::All, text, T0).unwrap();
         let got: Vec<Vec<String>> = tabs.iter().map(Tab::drain).collect();
         assert_eq!(got, [vec!["broadcast".to_owned()], vec![], vec!["broadcast".to_owned()]]);
 
-        registry.route(&tabs[0].conn, tabs[0].seat(), To::One(3), "direct".into()).unwrap();
+        registry.route(&tabs[0].conn, tabs[0].seat(), To::One(3), "direct".into(), T0).unwrap();
         assert_eq!(tabs[2].conn.outbox.pop().as_deref(), Some("direct"));
         assert_eq!(tabs[0].conn.outbox.pop(), None);
         assert_eq!(tabs[1].conn.outbox.pop(), None);
 
         // Naming oneself is an echo.
-        registry.route(&tabs[1].conn, tabs[1].seat(), To::One(2), "echo".into()).unwrap();
+        registry.route(&tabs[1].conn, tabs[1].seat(), To::One(2), "echo".into(), T0).unwrap();
         assert_eq!(tabs[1].conn.outbox.pop().as_deref(), Some("echo"));
     }
 
@@ -450,8 +488,8 @@ mod tests {
         let a = room_with(&mut registry, 1, 1);
         let b = room_with(&mut registry, 100, 1);
         assert_ne!(a[0].seat().room, b[0].seat().room);
-        registry.route(&b[1].conn, b[1].seat(), To::All, "b-traffic".into()).unwrap();
-        registry.route(&b[1].conn, b[1].seat(), To::One(1), "b-direct".into()).unwrap();
+        registry.route(&b[1].conn, b[1].seat(), To::All, "b-traffic".into(), T0).unwrap();
+        registry.route(&b[1].conn, b[1].seat(), To::One(1), "b-direct".into(), T0).unwrap();
         registry.disconnect(b[1].conn.id, b[1].seat(), Duration::ZERO);
         assert!(a.iter().all(|t| t.drain().is_empty()));
         let seen_by_b = b[0].drain();
@@ -463,10 +501,10 @@ mod tests {
     fn unknown_and_away_recipients_are_refused() {
         let mut registry = registry(64);
         let tabs = room_with(&mut registry, 1, 1);
-        let err = registry.route(&tabs[0].conn, tabs[0].seat(), To::One(9), "x".into());
+        let err = registry.route(&tabs[0].conn, tabs[0].seat(), To::One(9), "x".into(), T0);
         assert_eq!(err.unwrap_err().code(), ErrorCode::UnknownRecipient);
         registry.disconnect(tabs[1].conn.id, tabs[1].seat(), Duration::ZERO);
-        let err = registry.route(&tabs[0].conn, tabs[0].seat(), To::One(2), "x".into());
+        let err = registry.route(&tabs[0].conn, tabs[0].seat(), To::One(2), "x".into(), T0);
         assert!(matches!(err, Err(Refusal::RecipientAway { id: 2, .. })), "{err:?}");
     }
 
@@ -586,9 +624,9 @@ mod tests {
             ]
         );
         // The old connection can no longer speak for the identity; the new one can.
-        let stale = registry.route(&old.conn, &seat, To::All, "x".into());
+        let stale = registry.route(&old.conn, &seat, To::All, "x".into(), T0);
         assert_eq!(stale, Err(Refusal::Superseded));
-        registry.route(&new.conn, &seat, To::One(1), "y".into()).unwrap();
+        registry.route(&new.conn, &seat, To::One(1), "y".into(), T0).unwrap();
         assert_eq!(dash.conn.outbox.pop().as_deref(), Some("y"));
     }
 
@@ -601,10 +639,71 @@ mod tests {
         let seat = registry.join(&slow, join(&code, "slow", None), Duration::ZERO).unwrap();
         let chunk: Utf8Bytes = "z".repeat(300).into();
         for _ in 0..10 {
-            registry.route(&tabs[0].conn, tabs[0].seat(), To::One(seat.id), chunk.clone()).unwrap();
+            registry
+                .route(&tabs[0].conn, tabs[0].seat(), To::One(seat.id), chunk.clone(), T0)
+                .unwrap();
         }
         let reason = slow.outbox.close_reason().expect("the slow connection is being closed");
         assert_eq!(reason.code, crate::outbox::close_code::POLICY);
         assert!(tabs[0].conn.outbox.close_reason().is_none());
+    }
+
+    #[test]
+    fn a_second_dashboard_is_refused_but_the_first_resumes_its_seat() {
+        let mut registry = registry(64);
+        let tabs = room_with(&mut registry, 1, 1);
+        let code = tabs[0].seat().room.to_string();
+        let intruder = Tab::new(9);
+        let request = JoinRequest { room: &code, role: Role::Dashboard, name: "Eve", resume: None };
+        let refused = registry.join(&intruder.conn, request, Duration::ZERO);
+        assert_eq!(refused, Err(Refusal::DashboardTaken { room: code.clone() }));
+        assert_eq!(refused.unwrap_err().code(), ErrorCode::NotAllowed);
+        assert!(tabs[1].frames().is_empty(), "nobody heard of the refused dashboard");
+
+        // The creator's own tab, reloaded, presents its token and gets seat 1 back.
+        let token = {
+            let fresh = Tab::new(20);
+            let dash = registry.create(&fresh.conn, "T2", Duration::ZERO);
+            let (_, token, _) = fresh.welcome();
+            registry.disconnect(20, &dash, Duration::ZERO);
+            (dash, token)
+        };
+        let (seat, token) = token;
+        let reloaded = Tab::new(21);
+        let request = JoinRequest {
+            room: seat.room.as_str(),
+            role: Role::Dashboard,
+            name: "T2",
+            resume: Some(&token),
+        };
+        assert_eq!(registry.join(&reloaded.conn, request, Duration::from_secs(1)), Ok(seat));
+    }
+
+    #[test]
+    fn thousands_of_lingering_rooms_cost_routing_and_joining_nothing() {
+        let mut registry = registry(1_000);
+        for n in 0..5_000 {
+            let tab = Tab::new(1_000 + n);
+            let seat = registry.create(&tab.conn, "idle", Duration::ZERO);
+            registry.disconnect(tab.conn.id, &seat, Duration::ZERO);
+        }
+        assert_eq!(registry.room_count(), 5_000);
+        let busy = room_with(&mut registry, 1, 2);
+        let code = busy[0].seat().room.to_string();
+        for step in 1..=200u64 {
+            let now = Duration::from_millis(step * 100);
+            let tab = Tab::new(100_000 + step);
+            let seat = registry.join(&tab.conn, join(&code, "n", None), now).unwrap();
+            registry.route(&busy[1].conn, busy[1].seat(), To::All, "x".into(), T0).unwrap();
+            registry.disconnect(tab.conn.id, &seat, now);
+            registry.expire(now);
+        }
+        // 20 s in, nothing is due: expiry looked at no identity at all.
+        assert_eq!(registry.expiry_work(), 0);
+        assert_eq!(registry.room_count(), 5_001);
+        // Once the grace period is over it looks at exactly the identities that expire.
+        registry.expire(GRACE);
+        assert_eq!(registry.expiry_work(), 5_000);
+        assert_eq!(registry.room_count(), 1);
     }
 }
