@@ -262,6 +262,10 @@ impl Reader<'_> {
                 }));
                 self.shared.registry().route(self.conn, seat, to, envelope, now)?;
             }
+            ClientFrame::Lock { locked, .. } => {
+                let seat = self.seat.as_ref().ok_or(Refusal::NotInRoom)?;
+                self.shared.registry().lock(self.conn, seat, locked)?;
+            }
         }
         Ok(())
     }

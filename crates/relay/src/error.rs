@@ -21,7 +21,7 @@ pub enum Refusal {
 
     #[error(
         "that JSON is not a capelab frame ({detail}); expected \"type\" to be \"create\", \
-         \"join\" or \"send\" with its fields"
+         \"join\", \"send\" or \"lock\" with its fields"
     )]
     UnknownFrame { detail: String },
 
@@ -74,6 +74,15 @@ pub enum Refusal {
     DashboardTaken { room: String },
 
     #[error(
+        "room {room} is locked: its study has started and takes no new participants; ask the \
+         dashboard to unlock it, or join the next study"
+    )]
+    RoomLocked { room: String },
+
+    #[error("only room {room}'s dashboard can lock or unlock it")]
+    NotDashboard { room: String },
+
+    #[error(
         "the name contains an invisible or text-direction character ({code_point}): type the \
          name without it"
     )]
@@ -124,7 +133,9 @@ impl Refusal {
             Refusal::RateLimited { .. }
             | Refusal::ByteRateLimited { .. }
             | Refusal::TooManyWrongCodes { .. } => ErrorCode::RateLimited,
-            Refusal::DashboardTaken { .. } => ErrorCode::NotAllowed,
+            Refusal::DashboardTaken { .. }
+            | Refusal::RoomLocked { .. }
+            | Refusal::NotDashboard { .. } => ErrorCode::NotAllowed,
             Refusal::BadName { .. } => ErrorCode::Malformed,
             Refusal::VersionMismatch { .. } => ErrorCode::VersionMismatch,
             Refusal::NotInRoom | Refusal::Superseded => ErrorCode::NotInRoom,

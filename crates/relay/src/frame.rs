@@ -20,7 +20,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, Refusal> {
             let v = match &frame {
                 ClientFrame::Create { v, .. }
                 | ClientFrame::Join { v, .. }
-                | ClientFrame::Send { v, .. } => *v,
+                | ClientFrame::Send { v, .. }
+                | ClientFrame::Lock { v, .. } => *v,
             };
             if v == WIRE_VERSION { Ok(frame) } else { Err(Refusal::VersionMismatch { got: v }) }
         }

@@ -28,6 +28,8 @@ Behaviour the wire format leaves open, decided here:
   expire, never a scan of every room.
 - A room has exactly one dashboard: the participant who created it. A `Join` with role
   `dashboard` is refused (`NotAllowed`) unless its resume token brings back that very seat.
+- The dashboard may lock its room (`Lock`): new participants are then refused (`NotAllowed`);
+  anyone seated before may still resume. Locking twice, or unlocking an open room, is no error.
 */
 
 use std::collections::{BTreeMap, HashMap};
@@ -88,6 +90,8 @@ struct Room {
     members: BTreeMap<ParticipantId, Member>,
     /// Bytes all members together may still send (each sender also has its own budget).
     bytes: TokenBucket,
+    /// No new participants while set.
+    locked: bool,
 }
 
 #[derive(Debug)]
@@ -125,6 +129,7 @@ impl Registry {
             last_id: 0,
             members: BTreeMap::new(),
             bytes: self.limits.room_bytes(now),
+            locked: false,
         });
         let peer = room.admit(conn, Role::Dashboard, name, &code, &self.limits);
         self.log.line(format_args!("room {code} created by #{} {:?}", peer.id, peer.name));
@@ -152,6 +157,9 @@ impl Registry {
         }
         if request.role == Role::Dashboard {
             return Err(Refusal::DashboardTaken { room: code.to_string() });
+        }
+        if room.locked {
+            return Err(Refusal::RoomLocked { room: code.to_string() });
         }
         if room.members.len() >= self.limits.max_participants {
             return Err(Refusal::RoomFull {
@@ -199,6 +207,23 @@ impl Registry {
                 }
                 None => return Err(Refusal::UnknownRecipient { room: seat.room.to_string(), id }),
             },
+        }
+        Ok(())
+    }
+
+    /// Locks or unlocks `seat`'s room; only its dashboard may, from its current connection.
+    pub fn lock(&mut self, conn: &Conn, seat: &Seat, locked: bool) -> Result<(), Refusal> {
+        let room = self.rooms.get_mut(&seat.room).ok_or(Refusal::Superseded)?;
+        if room.connection_of(seat.id).map(|c| c.id) != Some(conn.id) {
+            return Err(Refusal::Superseded);
+        }
+        if room.members.get(&seat.id).map(|m| m.peer.role) != Some(Role::Dashboard) {
+            return Err(Refusal::NotDashboard { room: seat.room.to_string() });
+        }
+        if room.locked != locked {
+            room.locked = locked;
+            let state = if locked { "locked" } else { "unlocked" };
+            self.log.line(format_args!("room {} {state}", seat.room));
         }
         Ok(())
     }

@@ -114,6 +114,8 @@ fn hostile(rng: &mut Rng, known: &Known) -> Message {
                 r#"{"type":["send"],"v":1}"#,
                 r#"[{"type":"create","v":1,"name":"x"}]"#,
                 r#"{"type":"create","v":1,"name":{"first":"x"}}"#,
+                r#"{"type":"lock","v":1,"locked":true}"#,
+                r#"{"type":"lock","v":1,"locked":"no"}"#,
                 "null",
                 "true",
                 r#""a string""#,

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use capelab_core::wire::{ErrorCode, PresenceEvent, RelayFrame, Role};
+use capelab_core::wire::{ClientFrame, ErrorCode, PresenceEvent, RelayFrame, Role};
 use capelab_relay::{Config, close_code, serve_with_shutdown};
 use common::{Bystanders, Ending, ExpectWelcome as _, HANG_GUARD, start};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
@@ -196,4 +196,41 @@ async fn a_room_has_one_dashboard_and_it_can_resume_its_seat() {
     // The refused one may still join as a site.
     let joined = intruder.join(&welcome.room, Role::Site, "Eve", None).await.expect_welcome();
     assert_eq!(joined.you.role, Role::Site);
+}
+
+#[tokio::test]
+async fn a_locked_room_takes_no_newcomers_but_its_members_resume() {
+    let relay = relay_with_defaults().await;
+    let (mut dash, welcome) = relay.dashboard("Teacher").await;
+    let (mut ana, ana_welcome) = relay.site(&welcome.room, "Ana").await;
+    dash.expect_presence(PresenceEvent::Joined, 2).await;
+
+    // Only the dashboard may lock.
+    ana.send_frame(&ClientFrame::Lock { v: 1, locked: true }).await;
+    assert!(ana.expect_error(ErrorCode::NotAllowed).await.contains("only room"));
+    dash.send_frame(&ClientFrame::Lock { v: 1, locked: true }).await;
+    dash.assert_works().await; // the lock was taken in order, before this echo
+
+    let mut late = relay.client().await;
+    let answer = late.join(&welcome.room, Role::Site, "Bo", None).await;
+    let RelayFrame::Error { code: ErrorCode::NotAllowed, message, .. } = answer else {
+        panic!("expected NotAllowed, got {answer:?}")
+    };
+    assert!(message.contains("is locked"), "{message}");
+
+    // A member who drops comes back with its token.
+    drop(ana);
+    dash.expect_presence(PresenceEvent::Left, 2).await;
+    let mut back = relay.client().await;
+    let resumed = back
+        .join(&welcome.room, Role::Site, "Ana", Some(&ana_welcome.resume))
+        .await
+        .expect_welcome();
+    assert_eq!(resumed.you.id, 2);
+    dash.expect_presence(PresenceEvent::Rejoined, 2).await;
+
+    // Unlocked, the room takes newcomers again.
+    dash.send_frame(&ClientFrame::Lock { v: 1, locked: false }).await;
+    dash.assert_works().await;
+    late.join(&welcome.room, Role::Site, "Bo", None).await.expect_welcome();
 }
