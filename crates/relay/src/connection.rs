@@ -3,9 +3,9 @@ One websocket connection: reads client frames, applies the limits, asks the regi
 and writes whatever the registry queued for it.
 
 Each connection runs two tasks. The reader (this task) handles frames one at a time, in order:
-message rate, size, byte budget, JSON and version, then the registry. The writer drains the connection's
-[`Outbox`] into the socket and pings every `Config::ping_interval`, so a receiver that reads
-slowly only ever slows itself down.
+message rate, size, byte budget, JSON and version, then the registry. The writer drains the
+connection's [`Outbox`] into the socket and pings every `Config::ping_interval`, so a receiver
+that reads slowly only ever slows itself down.
 
 Every refusal goes back to the sender alone as an `Error` frame, and the connection stays open.
 A connection closes only when:
