@@ -94,6 +94,10 @@ pub enum ClientFrame {
     },
     /// Send protocol traffic to one participant or to everyone else in the room.
     Send { v: u32, to: To, kind: String, payload: String },
+    /// The room's dashboard closes the room to new participants (`locked: true`, e.g. once a
+    /// study starts) or opens it again. Participants already seated can still come back with
+    /// their resume tokens. Added after v1 shipped; a relay that predates it answers `Malformed`.
+    Lock { v: u32, locked: bool },
 }
 
 /// Frames the relay sends to a participant.
@@ -149,6 +153,9 @@ pub enum ErrorCode {
     AlreadyInRoom,
     /// `To::One` named nobody in this room.
     UnknownRecipient,
+    /// The frame asks for something this participant may not do, e.g. a second dashboard in a
+    /// room. Added after v1 shipped; older clients never receive it for frames they send.
+    NotAllowed,
 }
 
 /// The limits a relay enforces, announced in `Welcome`.
@@ -199,6 +206,8 @@ mod tests {
                 resume: None
             }
         );
+        let lock = ClientFrame::Lock { v: WIRE_VERSION, locked: true };
+        assert_eq!(serde_json::to_string(&lock).unwrap(), r#"{"type":"lock","v":1,"locked":true}"#);
         let all: To = serde_json::from_str(r#""all""#).unwrap();
         assert_eq!(all, To::All);
     }

@@ -26,6 +26,11 @@ pub struct Config {
     pub resume_grace: Duration,
     /// How often the relay pings each connection; one silent for three intervals is dropped.
     pub ping_interval: Duration,
+    /// How long an HTTP connection may take to send a request's headers, and may sit idle
+    /// before its first request or between two; a websocket is past this once upgraded.
+    pub handshake_timeout: Duration,
+    /// How long shutdown waits for connections to finish before returning anyway.
+    pub shutdown_wait: Duration,
     /// No activity log on stderr.
     pub quiet: bool,
     /// Time for rate limits and the grace period.
@@ -39,6 +44,8 @@ impl Default for Config {
             limits: RelayLimits::default(),
             resume_grace: Duration::from_secs(120),
             ping_interval: Duration::from_secs(15),
+            handshake_timeout: Duration::from_secs(10),
+            shutdown_wait: Duration::from_secs(6),
             quiet: false,
             clock: Clock::system(),
         }
@@ -63,6 +70,18 @@ pub enum ConfigError {
     QueueTooSmall { got: usize, min: usize },
     #[error("--ping-secs must be at least 1 (got 0)")]
     ZeroPing,
+    #[error("--max-connections must be at least 1 (got 0)")]
+    NoConnections,
+    #[error("--byte-rate and --room-byte-rate must be at least 1 byte per second (got 0)")]
+    ZeroByteRate,
+    #[error(
+        "--byte-burst {got} cannot hold one full-size frame: use at least {min} (--max-frame-bytes)"
+    )]
+    ByteBurstTooSmall { got: u64, min: u64 },
+    #[error("--room-byte-burst {got} is below --byte-burst: use at least {min}")]
+    RoomBurstTooSmall { got: u64, min: u64 },
+    #[error("--max-total-queue-bytes {got} is below --max-queue-bytes: use at least {min}")]
+    TotalQueueTooSmall { got: usize, min: usize },
 }
 
 impl Config {
@@ -91,6 +110,31 @@ impl Config {
         }
         if self.ping_interval.is_zero() {
             return Err(ConfigError::ZeroPing);
+        }
+        if limits.max_connections == 0 {
+            return Err(ConfigError::NoConnections);
+        }
+        if limits.bytes_per_second == 0 || limits.room_bytes_per_second == 0 {
+            return Err(ConfigError::ZeroByteRate);
+        }
+        let frame = limits.max_frame_bytes as u64;
+        if u64::from(limits.byte_burst) < frame {
+            return Err(ConfigError::ByteBurstTooSmall {
+                got: limits.byte_burst.into(),
+                min: frame,
+            });
+        }
+        if limits.room_byte_burst < limits.byte_burst {
+            return Err(ConfigError::RoomBurstTooSmall {
+                got: limits.room_byte_burst.into(),
+                min: limits.byte_burst.into(),
+            });
+        }
+        if limits.max_total_queue_bytes < limits.max_queue_bytes {
+            return Err(ConfigError::TotalQueueTooSmall {
+                got: limits.max_total_queue_bytes,
+                min: limits.max_queue_bytes,
+            });
         }
         Ok(())
     }

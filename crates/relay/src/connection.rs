@@ -3,21 +3,29 @@ One websocket connection: reads client frames, applies the limits, asks the regi
 and writes whatever the registry queued for it.
 
 Each connection runs two tasks. The reader (this task) handles frames one at a time, in order:
-token bucket, size, JSON and version, then the registry. The writer drains the connection's
-[`Outbox`] into the socket and pings every `Config::ping_interval`, so a receiver that reads
-slowly only ever slows itself down.
+message rate, size, byte budget, JSON and version, then the registry. The writer drains the
+connection's [`Outbox`] into the socket and pings every `Config::ping_interval`, so a receiver
+that reads slowly only ever slows itself down.
 
 Every refusal goes back to the sender alone as an `Error` frame, and the connection stays open.
 A connection closes only when:
 - the client closes it or its socket fails;
-- its outbox overflows (code 1008), the relay shuts down (1001), another connection resumes its
-  identity (4001), or it sends nothing, not even a pong, for three ping intervals (1001);
-- a message passes the websocket's hard size cap (1009; the stream cannot be read past it).
+- its outbox overflows or the relay's queues are full (1008 / 1001), the relay shuts down
+  (1001), another connection resumes its identity (4001), or it sends nothing, not even a pong,
+  for three ping intervals (1001);
+- it abuses the relay (1008): it leaves 64 KiB of refusals unread, keeps sending after its byte
+  budget ran out (refused bytes past `byte_burst`), or keeps guessing room codes;
+- it breaks the websocket protocol (1002), sends a text frame that is not UTF-8 (1007), or a
+  message past the websocket's hard size cap (1009); the stream cannot be read past these.
+
+Before it has a seat, a connection's outbox holds only [`MIN_QUEUE_BYTES`]: enough for its
+refusals and a `Welcome`, not for a pile of replies it never reads.
 
 After asking for a close, the reader keeps reading (and ignoring) frames for a moment so the
 client receives the close frame instead of a connection reset.
 */
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,27 +36,46 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::time::{MissedTickBehavior, timeout};
 
+use crate::config::MIN_QUEUE_BYTES;
 use crate::error::Refusal;
 use crate::frame::{parse_client_frame, relay_frame_text};
-use crate::limits::{TokenBucket, check_kind};
+use crate::guesses::{self, CUT_OFF_AFTER, REFILL_PERIOD};
+use crate::limits::{TokenBucket, check_kind, check_name};
 use crate::outbox::{CloseReason, Outbox, close_code};
 use crate::registry::{Conn, JoinRequest, Seat};
-use crate::server::Shared;
+use crate::server::{OpenConnection, Shared};
 
 /// How long a closing connection is given to finish the close handshake.
 const LINGER: Duration = Duration::from_secs(5);
 /// A connection silent for this many ping intervals is given up on.
 const SILENT_INTERVALS: u32 = 3;
 
-/// Runs one upgraded websocket until it closes, then tells the room.
-pub(crate) async fn run(socket: WebSocket, shared: Arc<Shared>) {
-    let live = shared.open_connection();
-    let conn = Conn { id: live.id, outbox: Outbox::new(shared.config.limits.max_queue_bytes) };
+/// Runs one upgraded websocket until it closes, then tells the room. `open` counts it among the
+/// relay's connections until it is gone.
+pub(crate) async fn run(
+    socket: WebSocket,
+    shared: Arc<Shared>,
+    address: IpAddr,
+    open: Option<OpenConnection>,
+) {
+    let outbox = Outbox::with_budget(MIN_QUEUE_BYTES, shared.queues.clone());
+    let conn = Conn { id: shared.next_conn_id(), outbox };
     let (sink, mut stream) = socket.split();
     let mut writer = tokio::spawn(write(sink, conn.outbox.clone(), shared.config.ping_interval));
 
-    let bucket = shared.config.limits.token_bucket(shared.now());
-    let mut reader = Reader { shared: &shared, conn: &conn, seat: None, bucket };
+    let now = shared.now();
+    let limits = &shared.config.limits;
+    let mut reader = Reader {
+        shared: &shared,
+        conn: &conn,
+        seat: None,
+        address,
+        messages: limits.token_bucket(now),
+        bytes: limits.sender_bytes(now),
+        refused_bytes: 0,
+        codes: guesses::connection_bucket(now),
+        code_refusals: 0,
+    };
     let ended = reader.read(&mut stream).await;
 
     // The others hear `Left` now, not after the close handshake below.
@@ -75,7 +102,7 @@ pub(crate) async fn run(socket: WebSocket, shared: Arc<Shared>) {
     if timeout(LINGER, &mut writer).await.is_err() {
         writer.abort();
     }
-    drop(live);
+    drop(open);
 }
 
 /// How the reading loop ended.
@@ -92,7 +119,17 @@ struct Reader<'a> {
     shared: &'a Shared,
     conn: &'a Conn,
     seat: Option<Seat>,
-    bucket: TokenBucket,
+    address: IpAddr,
+    /// One token per frame.
+    messages: TokenBucket,
+    /// One token per byte.
+    bytes: TokenBucket,
+    /// Bytes refused for the byte budget or the size limit: past `byte_burst`, a flood.
+    refused_bytes: u64,
+    /// Wrong room codes this connection may still try.
+    codes: TokenBucket,
+    /// Joins refused for guessing.
+    code_refusals: u32,
 }
 
 impl Reader<'_> {
@@ -112,9 +149,9 @@ impl Reader<'_> {
                 Err(_silent) => self.conn.outbox.close(CloseReason::silent(silent_limit)),
                 Ok(None) => return Ended::PeerGone,
                 Ok(Some(Err(error))) => {
-                    if is_over_socket_cap(error) {
-                        let cap = self.shared.config.limits.socket_message_cap();
-                        self.conn.outbox.close(CloseReason::too_big(cap));
+                    let cap = self.shared.config.limits.socket_message_cap();
+                    if let Some(reason) = close_for(error, cap) {
+                        self.conn.outbox.close(reason);
                     }
                     // The stream cannot be read past a failed frame: no lingering.
                     return Ended::PeerGone;
@@ -125,45 +162,91 @@ impl Reader<'_> {
     }
 
     fn on_message(&mut self, message: Message) {
-        let text = match message {
-            Message::Text(text) => Some(text),
-            Message::Binary(_) => None,
+        let (size, text) = match message {
+            Message::Text(text) => (text.len(), Some(text)),
+            Message::Binary(bytes) => (bytes.len(), None),
             // The websocket library answers pings and closes; these only show the peer is alive.
             Message::Ping(_) | Message::Pong(_) | Message::Close(_) => return,
         };
         let now = self.shared.now();
-        let outcome = if !self.bucket.try_take(now) {
-            let limits = &self.shared.config.limits;
-            Err(Refusal::RateLimited {
-                per_second: limits.messages_per_second,
-                burst: limits.burst,
-            })
-        } else {
-            match text {
-                Some(text) => self.on_text(&text, now),
-                None => Err(Refusal::Binary),
-            }
-        };
+        let outcome = self.admit(size, now).and_then(|()| match text {
+            Some(text) => self.on_text(&text, now),
+            None => Err(Refusal::Binary),
+        });
         if let Err(refusal) = outcome {
-            let _ = self.conn.outbox.push(relay_frame_text(&refusal.to_frame()));
+            let _ = self.conn.outbox.push_refusal(relay_frame_text(&refusal.to_frame()));
         }
     }
 
-    fn on_text(&mut self, text: &str, now: Duration) -> Result<(), Refusal> {
-        let limit = self.shared.config.limits.max_frame_bytes;
-        if text.len() > limit {
-            return Err(Refusal::Oversized { size: text.len(), limit });
+    /// The message rate, the size limit and the byte budget, before the frame is even parsed.
+    fn admit(&mut self, size: usize, now: Duration) -> Result<(), Refusal> {
+        let limits = &self.shared.config.limits;
+        if !self.messages.try_take(now) {
+            return Err(Refusal::RateLimited {
+                per_second: limits.messages_per_second,
+                burst: limits.burst,
+            });
         }
+        if size > limits.max_frame_bytes {
+            self.refuse_bytes(size);
+            return Err(Refusal::Oversized { size, limit: limits.max_frame_bytes });
+        }
+        if !self.bytes.try_take_n(now, size as u64) {
+            self.refuse_bytes(size);
+            return Err(Refusal::ByteRateLimited {
+                who: "this connection",
+                size,
+                per_second: limits.bytes_per_second.into(),
+                burst: limits.byte_burst.into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts bytes sent over the budget; a sender that keeps at it is cut off, its room spared.
+    fn refuse_bytes(&mut self, size: usize) {
+        let limits = &self.shared.config.limits;
+        self.refused_bytes = self.refused_bytes.saturating_add(size as u64);
+        if self.refused_bytes > u64::from(limits.byte_burst) {
+            self.conn.outbox.close(CloseReason::flooding(limits.bytes_per_second));
+        }
+    }
+
+    /// Refuses every join while this connection or its address has no wrong code left to try.
+    fn check_may_try_code(&mut self, now: Duration) -> Result<(), Refusal> {
+        let who = if !self.codes.has(now, 1) {
+            "this connection"
+        } else if !self.shared.guesses.may_try(self.address, now) {
+            "this address"
+        } else {
+            return Ok(());
+        };
+        self.code_refusals += 1;
+        if self.code_refusals >= CUT_OFF_AFTER {
+            self.conn.outbox.close(CloseReason::guessing());
+        }
+        Err(Refusal::TooManyWrongCodes { who, wait_secs: REFILL_PERIOD.as_secs() })
+    }
+
+    fn on_text(&mut self, text: &str, now: Duration) -> Result<(), Refusal> {
         match parse_client_frame(text)? {
             ClientFrame::Create { name, .. } => {
                 self.check_not_seated()?;
-                self.seat = Some(self.shared.registry().create(self.conn, &name, now));
+                check_name(&name)?;
+                self.take_seat(|registry, conn| Ok(registry.create(conn, &name, now)))?;
             }
             ClientFrame::Join { room, role, name, resume, .. } => {
                 self.check_not_seated()?;
+                check_name(&name)?;
+                self.check_may_try_code(now)?;
                 let request =
                     JoinRequest { room: &room, role, name: &name, resume: resume.as_deref() };
-                self.seat = Some(self.shared.registry().join(self.conn, request, now)?);
+                let joined = self.take_seat(|registry, conn| registry.join(conn, request, now));
+                if let Err(Refusal::UnknownRoom { .. }) = joined {
+                    self.codes.try_take(now);
+                    self.shared.guesses.record_wrong(self.address, now);
+                }
+                joined?;
             }
             ClientFrame::Send { to, kind, payload, .. } => {
                 let seat = self.seat.as_ref().ok_or(Refusal::NotInRoom)?;
@@ -177,10 +260,34 @@ impl Reader<'_> {
                     kind,
                     payload,
                 }));
-                self.shared.registry().route(self.conn, seat, to, envelope)?;
+                self.shared.registry().route(self.conn, seat, to, envelope, now)?;
+            }
+            ClientFrame::Lock { locked, .. } => {
+                let seat = self.seat.as_ref().ok_or(Refusal::NotInRoom)?;
+                self.shared.registry().lock(self.conn, seat, locked)?;
             }
         }
         Ok(())
+    }
+
+    /// Seats this connection through `act`, with the full outbox a seated connection gets
+    /// (raised first: others may write to it as soon as the registry lets go).
+    fn take_seat(
+        &mut self,
+        act: impl FnOnce(&mut crate::registry::Registry, &Conn) -> Result<Seat, Refusal>,
+    ) -> Result<(), Refusal> {
+        self.conn.outbox.set_limit(self.shared.config.limits.max_queue_bytes);
+        let seated = act(&mut self.shared.registry(), self.conn);
+        match seated {
+            Ok(seat) => {
+                self.seat = Some(seat);
+                Ok(())
+            }
+            Err(refusal) => {
+                self.conn.outbox.set_limit(MIN_QUEUE_BYTES);
+                Err(refusal)
+            }
+        }
     }
 
     fn check_not_seated(&self) -> Result<(), Refusal> {
@@ -225,11 +332,16 @@ async fn linger(stream: &mut SplitStream<WebSocket>) {
     let _ = timeout(LINGER, async { while let Some(Ok(_)) = stream.next().await {} }).await;
 }
 
-/// Whether a read failed because a message passed the websocket's own size cap.
-fn is_over_socket_cap(error: axum::Error) -> bool {
+/// The close a failed read calls for: 1009 past the size cap, 1002 for a protocol violation,
+/// 1007 for a text frame that is not UTF-8; none if the socket is simply gone.
+fn close_for(error: axum::Error, cap: usize) -> Option<CloseReason> {
     // axum wraps the websocket library's error; it must be the same tungstenite axum uses.
-    matches!(
-        error.into_inner().downcast_ref::<tungstenite::Error>(),
-        Some(tungstenite::Error::Capacity(_))
-    )
+    match error.into_inner().downcast_ref::<tungstenite::Error>()? {
+        tungstenite::Error::Capacity(_) => Some(CloseReason::too_big(cap)),
+        tungstenite::Error::Protocol(violation) => {
+            Some(CloseReason::protocol_error(&violation.to_string()))
+        }
+        tungstenite::Error::Utf8(_) => Some(CloseReason::invalid_text()),
+        _ => None,
+    }
 }

@@ -21,7 +21,7 @@ pub enum Refusal {
 
     #[error(
         "that JSON is not a capelab frame ({detail}); expected \"type\" to be \"create\", \
-         \"join\" or \"send\" with its fields"
+         \"join\", \"send\" or \"lock\" with its fields"
     )]
     UnknownFrame { detail: String },
 
@@ -54,6 +54,39 @@ pub enum Refusal {
          dropped; send it again a little later"
     )]
     RateLimited { per_second: u32, burst: u32 },
+
+    #[error(
+        "more than {per_second} bytes per second (bursts up to {burst}) from {who}: this frame \
+         of {size} bytes was dropped; send less, or send it again a little later"
+    )]
+    ByteRateLimited { who: &'static str, size: usize, per_second: u64, burst: u64 },
+
+    #[error(
+        "too many joins with room codes that do not exist, from {who}: wait {wait_secs} s, then \
+         check the code with the dashboard before trying again"
+    )]
+    TooManyWrongCodes { who: &'static str, wait_secs: u64 },
+
+    #[error(
+        "room {room} already has its dashboard, the tab that created it: join as a site, or \
+         reopen that dashboard tab (it takes its seat back); to run another study, create a room"
+    )]
+    DashboardTaken { room: String },
+
+    #[error(
+        "room {room} is locked: its study has started and takes no new participants; ask the \
+         dashboard to unlock it, or join the next study"
+    )]
+    RoomLocked { room: String },
+
+    #[error("only room {room}'s dashboard can lock or unlock it")]
+    NotDashboard { room: String },
+
+    #[error(
+        "the name contains an invisible or text-direction character ({code_point}): type the \
+         name without it"
+    )]
+    BadName { code_point: String },
 
     #[error(
         "this relay speaks wire v{WIRE_VERSION}, the frame says v{got}: reload the page so the app \
@@ -97,7 +130,13 @@ impl Refusal {
             Refusal::Oversized { .. } => ErrorCode::Oversized,
             Refusal::UnknownRoom { .. } => ErrorCode::UnknownRoom,
             Refusal::RoomFull { .. } => ErrorCode::RoomFull,
-            Refusal::RateLimited { .. } => ErrorCode::RateLimited,
+            Refusal::RateLimited { .. }
+            | Refusal::ByteRateLimited { .. }
+            | Refusal::TooManyWrongCodes { .. } => ErrorCode::RateLimited,
+            Refusal::DashboardTaken { .. }
+            | Refusal::RoomLocked { .. }
+            | Refusal::NotDashboard { .. } => ErrorCode::NotAllowed,
+            Refusal::BadName { .. } => ErrorCode::Malformed,
             Refusal::VersionMismatch { .. } => ErrorCode::VersionMismatch,
             Refusal::NotInRoom | Refusal::Superseded => ErrorCode::NotInRoom,
             Refusal::AlreadyInRoom { .. } => ErrorCode::AlreadyInRoom,

@@ -20,7 +20,8 @@ pub fn parse_client_frame(text: &str) -> Result<ClientFrame, Refusal> {
             let v = match &frame {
                 ClientFrame::Create { v, .. }
                 | ClientFrame::Join { v, .. }
-                | ClientFrame::Send { v, .. } => *v,
+                | ClientFrame::Send { v, .. }
+                | ClientFrame::Lock { v, .. } => *v,
             };
             if v == WIRE_VERSION { Ok(frame) } else { Err(Refusal::VersionMismatch { got: v }) }
         }
@@ -50,7 +51,10 @@ fn foreign_version(text: &str) -> Option<u32> {
 /// Serialises a frame for the wire.
 pub fn relay_frame_text(frame: &RelayFrame) -> Utf8Bytes {
     // Relay frames are plain structs and enums with string keys: serialising cannot fail.
-    serde_json::to_string(frame).expect("relay frames always serialise").into()
+    let mut text = serde_json::to_string(frame).expect("relay frames always serialise");
+    // Queues count a frame's length; its allocation must not be up to twice that.
+    text.shrink_to_fit();
+    text.into()
 }
 
 #[cfg(test)]

@@ -8,11 +8,14 @@ to the sender alone. **It never decodes or logs a payload**: protocol traffic is
 opaque base64, and routing reads only `room`, `from` and `to`.
 
 Code map:
-- [`server`]: routes (`/ws`, `/healthz`, the static app), shared state, [`serve`] and shutdown.
+- [`server`]: the accept loop (connection cap, header timeout), routes (`/ws`, `/healthz`, the
+  static app), shared state, [`serve`] and a bounded shutdown.
 - [`connection`]: one websocket's reader and writer tasks.
-- [`registry`]: rooms, seats, resume and routing, with no sockets or clock, unit-tested directly.
+- [`registry`]: rooms, seats, resume and routing, with no sockets or clock, unit-tested directly;
+  [`expiry`]: the deadline index that makes expiry cost only what expires.
 - [`outbox`]: each connection's bounded outbound queue and the close codes.
-- [`limits`]: every bound, the per-connection token bucket, name and kind checks.
+- [`limits`]: every bound, the token buckets (messages and bytes), name and kind checks;
+  [`guesses`]: the wrong-room-code limits per connection and per address.
 - [`frame`]: JSON in and out, with the version check; [`error`]: refusals and their messages.
 - [`room_code`], [`resume`]: room codes and resume tokens; [`clock`]: the relay's time.
 - [`config`]: [`Config`]; [`lan`]: the classroom LAN address; [`log`]: the activity log.
@@ -24,7 +27,9 @@ pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod error;
+pub mod expiry;
 pub mod frame;
+pub mod guesses;
 pub mod lan;
 pub mod limits;
 pub mod log;

@@ -41,6 +41,21 @@ pub struct RelayLimits {
     /// a burst of big messages to a reader that keeps up is never mistaken for a slow reader; a
     /// broadcast is stored once however many queues it sits in.
     pub max_queue_bytes: usize,
+    /// Bytes waiting for all connections together before the relay closes the one that would
+    /// pass it (code 1001, reconnect soon).
+    pub max_total_queue_bytes: usize,
+    /// Open TCP connections (websockets and plain HTTP) before new ones get a 503.
+    pub max_connections: usize,
+    /// Sustained bytes per second one connection may send (token refill rate, in bytes).
+    pub bytes_per_second: u32,
+    /// Bytes one connection may send at once before `bytes_per_second` applies. A sender that
+    /// keeps sending after that is refused, and once its refused bytes pass this much again it
+    /// is cut off (code 1008).
+    pub byte_burst: u32,
+    /// Sustained bytes per second into one room from all its members together.
+    pub room_bytes_per_second: u32,
+    /// Bytes one room may take at once before `room_bytes_per_second` applies.
+    pub room_byte_burst: u32,
 }
 
 impl Default for RelayLimits {
@@ -51,9 +66,17 @@ impl Default for RelayLimits {
             messages_per_second: 200,
             burst: 400,
             max_queue_bytes: 256 * 1024 * 1024,
+            max_total_queue_bytes: 1024 * 1024 * 1024,
+            max_connections: 512,
+            bytes_per_second: 8 * MIB,
+            byte_burst: 40 * MIB,
+            room_bytes_per_second: 32 * MIB,
+            room_byte_burst: 160 * MIB,
         }
     }
 }
+
+const MIB: u32 = 1024 * 1024;
 
 impl RelayLimits {
     /// The limits clients are told about in `Welcome`.
@@ -75,9 +98,20 @@ impl RelayLimits {
     pub fn token_bucket(&self, now: Duration) -> TokenBucket {
         TokenBucket::new(self.messages_per_second, self.burst, now)
     }
+
+    /// A fresh, full byte budget for a new connection.
+    pub fn sender_bytes(&self, now: Duration) -> TokenBucket {
+        TokenBucket::new(self.bytes_per_second, self.byte_burst, now)
+    }
+
+    /// A fresh, full byte budget for a new room.
+    pub fn room_bytes(&self, now: Duration) -> TokenBucket {
+        TokenBucket::new(self.room_bytes_per_second, self.room_byte_burst, now)
+    }
 }
 
-/// A token bucket: holds up to `burst` tokens, refills at `per_second`, one token per message.
+/// A token bucket: holds up to `burst` tokens, refills at `per_second`; a message takes one
+/// token, or (for byte budgets) one per byte.
 ///
 /// Kept in integer micro-tokens, so refills add up exactly: 99 ms and then 1 ms at 10 per
 /// second make one whole token, as they should.
@@ -85,7 +119,8 @@ impl RelayLimits {
 pub struct TokenBucket {
     /// In micro-tokens.
     capacity: u128,
-    per_second: u128,
+    /// In micro-tokens per second.
+    rate: u128,
     /// In micro-tokens.
     level: u128,
     last_refill: Duration,
@@ -97,28 +132,47 @@ const MICRO: u128 = 1_000_000;
 impl TokenBucket {
     /// A full bucket. `per_second` and `burst` are validated by `Config::validate` (both ≥ 1).
     pub fn new(per_second: u32, burst: u32, now: Duration) -> Self {
+        Self::with_period(per_second, Duration::from_secs(1), burst, now)
+    }
+
+    /// A full bucket refilling `tokens` every `period` (for rates below one per second).
+    pub fn with_period(tokens: u32, period: Duration, burst: u32, now: Duration) -> Self {
         let capacity = u128::from(burst.max(1)) * MICRO;
-        TokenBucket {
-            capacity,
-            per_second: u128::from(per_second.max(1)),
-            level: capacity,
-            last_refill: now,
-        }
+        let period_micros = period.as_micros().max(1);
+        let rate = (u128::from(tokens.max(1)) * MICRO * MICRO / period_micros).max(1);
+        TokenBucket { capacity, rate, level: capacity, last_refill: now }
     }
 
     /// Takes one token if there is one. `now` never going backwards is the clock's job; a `now`
     /// earlier than the last call simply refills nothing.
     pub fn try_take(&mut self, now: Duration) -> bool {
-        // Microseconds × tokens per second = micro-tokens.
-        let refill = now.saturating_sub(self.last_refill).as_micros() * self.per_second;
-        self.level = self.level.saturating_add(refill).min(self.capacity);
-        self.last_refill = self.last_refill.max(now);
-        if self.level >= MICRO {
-            self.level -= MICRO;
+        self.try_take_n(now, 1)
+    }
+
+    /// Takes `n` tokens if there are that many, otherwise none.
+    pub fn try_take_n(&mut self, now: Duration, n: u64) -> bool {
+        let wanted = u128::from(n) * MICRO;
+        if self.has(now, n) {
+            self.level -= wanted;
             true
         } else {
             false
         }
+    }
+
+    /// Whether `n` tokens are there, without taking them.
+    pub fn has(&mut self, now: Duration, n: u64) -> bool {
+        // Microseconds × micro-tokens per second / 10⁶ = micro-tokens.
+        let refill = now.saturating_sub(self.last_refill).as_micros() * self.rate / MICRO;
+        self.level = self.level.saturating_add(refill).min(self.capacity);
+        self.last_refill = self.last_refill.max(now);
+        self.level >= u128::from(n) * MICRO
+    }
+
+    /// Whether the bucket is full (nothing taken that has not refilled), as of `now`.
+    pub fn is_full(&mut self, now: Duration) -> bool {
+        self.has(now, 0);
+        self.level == self.capacity
     }
 }
 
@@ -129,6 +183,38 @@ pub fn clean_name(raw: &str) -> String {
     let printable: String = raw.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let bounded: String = printable.trim().chars().take(MAX_NAME_CHARS).collect();
     bounded.trim_end().to_owned()
+}
+
+/// Refuses a display name with a character that hides text or reorders it on screen: bidi
+/// controls could make a name read as another participant's, and zero-width ones make two names
+/// look the same.
+pub fn check_name(raw: &str) -> Result<(), Refusal> {
+    match raw.chars().find(|&c| is_invisible(c)) {
+        Some(c) => Err(Refusal::BadName { code_point: format!("U+{:04X}", u32::from(c)) }),
+        None => Ok(()),
+    }
+}
+
+/// Format characters that render as nothing or change the direction of the text around them.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'                       // soft hyphen
+            | '\u{034F}'                 // combining grapheme joiner
+            | '\u{061C}'                 // Arabic letter mark
+            | '\u{115F}' | '\u{1160}'     // Hangul fillers
+            | '\u{17B4}' | '\u{17B5}'
+            | '\u{180B}'..='\u{180F}'     // Mongolian selectors and vowel separator
+            | '\u{200B}'..='\u{200F}'     // zero-width space, (non-)joiner, LRM, RLM
+            | '\u{202A}'..='\u{202E}'     // bidi embeddings and overrides
+            | '\u{2060}'..='\u{206F}'     // word joiner, invisible operators, bidi isolates
+            | '\u{3164}'                 // Hangul filler
+            | '\u{FEFF}'                 // zero-width no-break space
+            | '\u{FFA0}'
+            | '\u{FFF9}'..='\u{FFFB}'     // interlinear annotation
+            | '\u{1D173}'..='\u{1D17A}'
+            | '\u{E0000}'..='\u{E007F}'   // tags
+    )
 }
 
 /// Refuses an envelope kind longer than [`MAX_KIND_CHARS`].
@@ -179,6 +265,27 @@ mod tests {
     }
 
     #[test]
+    fn byte_budgets_take_a_frame_whole_or_not_at_all() {
+        let start = Duration::from_secs(1);
+        let mut bytes = TokenBucket::new(1000, 3000, start);
+        assert!(bytes.try_take_n(start, 2500));
+        assert!(!bytes.try_take_n(start, 501), "only 500 left");
+        assert!(bytes.try_take_n(start, 500));
+        assert!(!bytes.try_take_n(start + 999 * MS, 1000));
+        assert!(bytes.try_take_n(start + 1000 * MS, 1000));
+        assert!(!bytes.is_full(start + 3999 * MS));
+        assert!(bytes.is_full(start + 4000 * MS));
+    }
+
+    #[test]
+    fn a_slow_bucket_refills_one_token_per_period() {
+        let mut slow = TokenBucket::with_period(1, Duration::from_secs(2), 2, Duration::ZERO);
+        assert!(slow.try_take(Duration::ZERO) && slow.try_take(Duration::ZERO));
+        assert!(!slow.try_take(Duration::from_millis(1999)));
+        assert!(slow.try_take(Duration::from_secs(2)));
+    }
+
+    #[test]
     fn bucket_ignores_a_clock_going_backwards() {
         let mut bucket = TokenBucket::new(1, 1, Duration::from_secs(10));
         assert!(bucket.try_take(Duration::from_secs(10)));
@@ -196,6 +303,22 @@ mod tests {
         // Truncation never leaves trailing whitespace.
         let spaced = format!("{} x", "a".repeat(MAX_NAME_CHARS - 1));
         assert_eq!(clean_name(&spaced), "a".repeat(MAX_NAME_CHARS - 1));
+    }
+
+    #[test]
+    fn names_with_bidi_or_zero_width_characters_are_refused_by_code_point() {
+        assert_eq!(check_name("Ana María 李"), Ok(()));
+        for (name, point) in [
+            ("Ana\u{202E}nimda", "U+202E"),
+            ("A\u{200B}na", "U+200B"),
+            ("\u{2067}Bo", "U+2067"),
+            ("Cy\u{FEFF}", "U+FEFF"),
+            ("\u{E0041}", "U+E0041"),
+        ] {
+            let refused = check_name(name).unwrap_err();
+            assert_eq!(refused, Refusal::BadName { code_point: point.into() });
+            assert!(refused.to_string().contains("type the name without it"));
+        }
     }
 
     #[test]

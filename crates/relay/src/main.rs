@@ -45,6 +45,34 @@ struct Args {
     #[arg(long, default_value_t = RelayLimits::default().max_queue_bytes)]
     max_queue_bytes: usize,
 
+    /// Bytes queued for all connections together before the relay closes the next one to pass it.
+    #[arg(long, default_value_t = RelayLimits::default().max_total_queue_bytes)]
+    max_total_queue_bytes: usize,
+
+    /// Open connections before new ones get "503: all connections are in use".
+    #[arg(long, default_value_t = RelayLimits::default().max_connections)]
+    max_connections: usize,
+
+    /// Sustained bytes per second one connection may send.
+    #[arg(long, default_value_t = RelayLimits::default().bytes_per_second)]
+    byte_rate: u32,
+
+    /// Bytes one connection may send at once; refused bytes past this much again cut it off.
+    #[arg(long, default_value_t = RelayLimits::default().byte_burst)]
+    byte_burst: u32,
+
+    /// Sustained bytes per second into one room from all its members.
+    #[arg(long, default_value_t = RelayLimits::default().room_bytes_per_second)]
+    room_byte_rate: u32,
+
+    /// Bytes one room may take at once.
+    #[arg(long, default_value_t = RelayLimits::default().room_byte_burst)]
+    room_byte_burst: u32,
+
+    /// Seconds an HTTP connection may take to send its request headers (or sit idle before one).
+    #[arg(long, default_value_t = 10)]
+    handshake_secs: u64,
+
     /// Seconds a dropped participant can come back with the same id.
     #[arg(long, default_value_t = 120)]
     resume_grace_secs: u64,
@@ -69,7 +97,14 @@ async fn main() -> ExitCode {
             messages_per_second: args.rate,
             burst: args.burst,
             max_queue_bytes: args.max_queue_bytes,
+            max_total_queue_bytes: args.max_total_queue_bytes,
+            max_connections: args.max_connections,
+            bytes_per_second: args.byte_rate,
+            byte_burst: args.byte_burst,
+            room_bytes_per_second: args.room_byte_rate,
+            room_byte_burst: args.room_byte_burst,
         },
+        handshake_timeout: Duration::from_secs(args.handshake_secs.max(1)),
         resume_grace: Duration::from_secs(args.resume_grace_secs),
         ping_interval: Duration::from_secs(args.ping_secs),
         quiet: args.quiet,
@@ -105,7 +140,7 @@ async fn main() -> ExitCode {
     match serve_with_shutdown(listener, config, shutdown_signal()).await {
         Ok(()) => {
             if !args.quiet {
-                eprintln!("capelab-relay: stopped");
+                say_without_blocking("capelab-relay: stopped");
             }
             ExitCode::SUCCESS
         }
@@ -114,6 +149,16 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes a last line to stderr, but exits anyway if nobody reads stderr (a full pipe blocks).
+fn say_without_blocking(line: &'static str) {
+    let (done, wait) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        eprintln!("{line}");
+        let _ = done.send(());
+    });
+    let _ = wait.recv_timeout(Duration::from_secs(1));
 }
 
 fn print_start(args: &Args, port: u16) {

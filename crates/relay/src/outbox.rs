@@ -13,6 +13,7 @@ outbox accepts nothing more, and the writer sends the close frame ahead of anyth
 */
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -23,9 +24,15 @@ use tokio::sync::{Notify, watch};
 pub mod close_code {
     /// The client closed and the relay agrees.
     pub const NORMAL: u16 = 1000;
-    /// The relay is shutting down, or the peer stopped answering pings.
+    /// The relay is shutting down, the peer stopped answering pings, or the relay's queues are
+    /// full.
     pub const GOING_AWAY: u16 = 1001;
-    /// The connection fell too far behind reading its messages.
+    /// The peer broke the websocket protocol (e.g. an unknown opcode).
+    pub const PROTOCOL_ERROR: u16 = 1002;
+    /// A text frame that is not UTF-8.
+    pub const INVALID_PAYLOAD: u16 = 1007;
+    /// The connection fell too far behind reading, sent more than its byte budget for too long,
+    /// left its refusals unread, or kept guessing room codes.
     pub const POLICY: u16 = 1008;
     /// A message past the relay's hard size cap.
     pub const TOO_BIG: u16 = 1009;
@@ -33,8 +40,13 @@ pub mod close_code {
     pub const SUPERSEDED: u16 = 4001;
 }
 
-/// Per-message bookkeeping counted against the queue bound on top of the text itself.
-const PER_FRAME_OVERHEAD: usize = 64;
+/// Per-message bookkeeping counted against the queue bound on top of the text itself: the queue
+/// slot (a `Bytes` and a flag, 40 bytes, in a `VecDeque` that may be half empty), the shared
+/// header `Bytes` puts in front of the text (32) and two allocator headers (16 each). The text's
+/// allocation is exactly its length ([`crate::frame::relay_frame_text`] shrinks it).
+pub const PER_FRAME_OVERHEAD: usize = 144;
+/// Refusals a connection may leave unread before the relay stops answering it and closes it.
+pub const MAX_REFUSAL_BACKLOG_BYTES: usize = 64 * 1024;
 /// The websocket protocol allows at most this many bytes of close reason.
 const MAX_CLOSE_REASON_BYTES: usize = 123;
 
@@ -70,6 +82,43 @@ impl CloseReason {
         )
     }
 
+    pub fn ignores_refusals(limit_bytes: usize) -> Self {
+        Self::new(
+            close_code::POLICY,
+            &format!(
+                "over {limit_bytes} bytes of refusals went unread; fix the client, then reconnect"
+            ),
+        )
+    }
+
+    pub fn relay_full(limit_bytes: usize) -> Self {
+        Self::new(
+            close_code::GOING_AWAY,
+            &format!(
+                "the relay's queues are full ({limit_bytes} bytes for everyone); reconnect soon"
+            ),
+        )
+    }
+
+    pub fn flooding(bytes_per_second: u32) -> Self {
+        Self::new(
+            close_code::POLICY,
+            &format!("cut off: kept sending over {bytes_per_second} bytes/s after being refused"),
+        )
+    }
+
+    pub fn guessing() -> Self {
+        Self::new(close_code::POLICY, "too many joins with wrong room codes; check the code first")
+    }
+
+    pub fn protocol_error(detail: &str) -> Self {
+        Self::new(close_code::PROTOCOL_ERROR, &format!("websocket protocol error: {detail}"))
+    }
+
+    pub fn invalid_text() -> Self {
+        Self::new(close_code::INVALID_PAYLOAD, "a text frame was not valid UTF-8")
+    }
+
     pub fn superseded() -> Self {
         Self::new(close_code::SUPERSEDED, "this identity was resumed by another connection")
     }
@@ -89,10 +138,40 @@ impl CloseReason {
 /// Why a push did not queue the frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PushError {
-    /// This push passed the bound: the outbox is now closing with [`CloseReason::fell_behind`].
+    /// This push passed a bound: the outbox is now closing with the reason for it.
     Overflowed,
     /// The outbox was already closing; the frame is dropped with the rest of the connection.
     Closed,
+}
+
+/// What the relay is willing to queue for all connections together. Clones share the count.
+#[derive(Clone, Debug)]
+pub struct QueueBudget {
+    limit_bytes: usize,
+    used: Arc<AtomicUsize>,
+}
+
+impl QueueBudget {
+    pub fn new(limit_bytes: usize) -> Self {
+        QueueBudget { limit_bytes, used: Arc::new(AtomicUsize::new(0)) }
+    }
+
+    /// Bytes queued across every connection right now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::SeqCst)
+    }
+
+    fn try_take(&self, bytes: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |used| {
+                used.checked_add(bytes).filter(|&total| total <= self.limit_bytes)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, bytes: usize) {
+        self.used.fetch_sub(bytes, Ordering::SeqCst);
+    }
 }
 
 /// A connection's outbound queue. Clones share the queue.
@@ -103,7 +182,10 @@ pub struct Outbox {
 
 #[derive(Debug)]
 struct Shared {
-    limit_bytes: usize,
+    /// Raised once the connection is seated; small before, so a connection that never joins
+    /// cannot make the relay hold much for it.
+    limit_bytes: AtomicUsize,
+    global: QueueBudget,
     queue: Mutex<Queue>,
     /// Wakes the writer when a frame arrives (a stored permit covers the race with `pop`).
     ready: Notify,
@@ -112,16 +194,26 @@ struct Shared {
 
 #[derive(Debug, Default)]
 struct Queue {
-    frames: VecDeque<Utf8Bytes>,
+    /// Each frame, and whether it is a refusal (an `Error` frame for this connection's own
+    /// mistakes), counted separately so they cannot pile up.
+    frames: VecDeque<(Utf8Bytes, bool)>,
     bytes: usize,
+    refusal_bytes: usize,
 }
 
 impl Outbox {
-    /// An empty outbox holding at most `limit_bytes` (text plus a small per-frame overhead).
+    /// An empty outbox holding at most `limit_bytes` (text plus [`PER_FRAME_OVERHEAD`] each),
+    /// with no bound shared with other connections.
     pub fn new(limit_bytes: usize) -> Self {
+        Self::with_budget(limit_bytes, QueueBudget::new(usize::MAX))
+    }
+
+    /// An empty outbox whose frames also count against the relay-wide `global` budget.
+    pub fn with_budget(limit_bytes: usize, global: QueueBudget) -> Self {
         Outbox {
             shared: Arc::new(Shared {
-                limit_bytes,
+                limit_bytes: AtomicUsize::new(limit_bytes),
+                global,
                 queue: Mutex::new(Queue::default()),
                 ready: Notify::new(),
                 closing: watch::Sender::new(None),
@@ -129,21 +221,48 @@ impl Outbox {
         }
     }
 
-    /// Queues a frame for the writer, or closes the connection if it would pass the bound.
+    /// Changes this connection's own bound (raised when it takes a seat).
+    pub fn set_limit(&self, limit_bytes: usize) {
+        self.shared.limit_bytes.store(limit_bytes, Ordering::SeqCst);
+    }
+
+    /// Queues a frame for the writer, or closes the connection if it would pass a bound.
     pub fn push(&self, frame: Utf8Bytes) -> Result<(), PushError> {
+        self.push_as(frame, false)
+    }
+
+    /// Queues a refusal for this connection's own frame. Refusals left unread pile up only to
+    /// [`MAX_REFUSAL_BACKLOG_BYTES`]; past that the sender is ignoring them, and is closed.
+    pub fn push_refusal(&self, frame: Utf8Bytes) -> Result<(), PushError> {
+        self.push_as(frame, true)
+    }
+
+    fn push_as(&self, frame: Utf8Bytes, refusal: bool) -> Result<(), PushError> {
         if self.close_reason().is_some() {
             return Err(PushError::Closed);
         }
-        let cost = frame.len() + PER_FRAME_OVERHEAD;
-        {
+        let cost = frame_cost(&frame);
+        let limit = self.shared.limit_bytes.load(Ordering::SeqCst);
+        let overflow = {
             let mut queue = self.lock();
-            if queue.bytes + cost > self.shared.limit_bytes {
-                drop(queue);
-                self.close(CloseReason::fell_behind(self.shared.limit_bytes));
-                return Err(PushError::Overflowed);
+            if refusal && queue.refusal_bytes + cost > MAX_REFUSAL_BACKLOG_BYTES {
+                Some(CloseReason::ignores_refusals(MAX_REFUSAL_BACKLOG_BYTES))
+            } else if queue.bytes + cost > limit {
+                Some(CloseReason::fell_behind(limit))
+            } else if !self.shared.global.try_take(cost) {
+                Some(CloseReason::relay_full(self.shared.global.limit_bytes))
+            } else {
+                queue.bytes += cost;
+                if refusal {
+                    queue.refusal_bytes += cost;
+                }
+                queue.frames.push_back((frame, refusal));
+                None
             }
-            queue.bytes += cost;
-            queue.frames.push_back(frame);
+        };
+        if let Some(reason) = overflow {
+            self.close(reason);
+            return Err(PushError::Overflowed);
         }
         self.shared.ready.notify_one();
         Ok(())
@@ -161,7 +280,9 @@ impl Outbox {
         if first {
             let mut queue = self.lock();
             queue.frames.clear();
+            self.shared.global.give_back(queue.bytes);
             queue.bytes = 0;
+            queue.refusal_bytes = 0;
         }
     }
 
@@ -194,8 +315,13 @@ impl Outbox {
     /// Takes the oldest queued frame, if any.
     pub fn pop(&self) -> Option<Utf8Bytes> {
         let mut queue = self.lock();
-        let frame = queue.frames.pop_front()?;
-        queue.bytes -= frame.len() + PER_FRAME_OVERHEAD;
+        let (frame, refusal) = queue.frames.pop_front()?;
+        let cost = frame_cost(&frame);
+        queue.bytes -= cost;
+        if refusal {
+            queue.refusal_bytes -= cost;
+        }
+        self.shared.global.give_back(cost);
         Some(frame)
     }
 
@@ -208,6 +334,11 @@ impl Outbox {
         // A panic elsewhere cannot leave a `Queue` half-updated in a way that matters here.
         self.shared.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// What one queued frame costs: its text plus the bookkeeping around it.
+fn frame_cost(frame: &Utf8Bytes) -> usize {
+    frame.len() + PER_FRAME_OVERHEAD
 }
 
 #[cfg(test)]
@@ -271,6 +402,11 @@ mod tests {
         for reason in [
             CloseReason::shutdown(),
             CloseReason::fell_behind(usize::MAX),
+            CloseReason::ignores_refusals(usize::MAX),
+            CloseReason::relay_full(usize::MAX),
+            CloseReason::flooding(u32::MAX),
+            CloseReason::guessing(),
+            CloseReason::invalid_text(),
             CloseReason::superseded(),
             CloseReason::too_big(usize::MAX),
             CloseReason::silent(Duration::MAX),
@@ -278,6 +414,50 @@ mod tests {
             // The built-in reasons are short enough not to be cut.
             assert!(reason.reason.len() < MAX_CLOSE_REASON_BYTES, "{reason:?}");
         }
+    }
+
+    #[test]
+    fn unread_refusals_close_the_connection_but_ordinary_frames_do_not_count_as_refusals() {
+        let outbox = Outbox::new(usize::MAX);
+        for _ in 0..100 {
+            outbox.push(text(1000)).unwrap();
+        }
+        let refusal = text(200);
+        let fit = MAX_REFUSAL_BACKLOG_BYTES / frame_cost(&refusal);
+        for _ in 0..fit {
+            outbox.push_refusal(refusal.clone()).unwrap();
+        }
+        // Reading an ordinary frame frees no room for refusals.
+        assert_eq!(outbox.pop().map(|t| t.len()), Some(1000));
+        assert_eq!(outbox.push_refusal(refusal.clone()), Err(PushError::Overflowed));
+        let reason = outbox.close_reason().unwrap();
+        assert_eq!(reason.code, close_code::POLICY);
+        assert!(reason.reason.contains("refusals went unread"), "{reason:?}");
+    }
+
+    #[test]
+    fn the_relay_wide_budget_bounds_all_outboxes_together_and_is_given_back() {
+        let budget = QueueBudget::new(3 * frame_cost(&text(100)));
+        let a = Outbox::with_budget(usize::MAX, budget.clone());
+        let b = Outbox::with_budget(usize::MAX, budget.clone());
+        a.push(text(100)).unwrap();
+        b.push(text(100)).unwrap();
+        b.push(text(100)).unwrap();
+        assert_eq!(a.push(text(100)), Err(PushError::Overflowed));
+        assert_eq!(a.close_reason().unwrap().code, close_code::GOING_AWAY);
+        assert_eq!(budget.used(), 2 * frame_cost(&text(100)), "a's backlog was given back");
+        b.pop();
+        b.close(CloseReason::normal());
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn a_raised_limit_applies_to_the_next_push() {
+        let outbox = Outbox::new(frame_cost(&text(10)));
+        outbox.push(text(10)).unwrap();
+        outbox.set_limit(2 * frame_cost(&text(10)));
+        outbox.push(text(10)).unwrap();
+        assert_eq!(outbox.push(text(10)), Err(PushError::Overflowed));
     }
 
     #[tokio::test]

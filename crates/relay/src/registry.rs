@@ -24,6 +24,12 @@ Behaviour the wire format leaves open, decided here:
 - `To::One` may name the sender itself (a cheap echo to check a connection); naming an away
   participant is refused with `UnknownRecipient`, as the message could not be delivered.
 - A room is dropped when it has no connected participant and nobody within the grace period.
+  Expiry goes through a deadline index ([`Deadlines`]), so it costs only the identities that
+  expire, never a scan of every room.
+- A room has exactly one dashboard: the participant who created it. A `Join` with role
+  `dashboard` is refused (`NotAllowed`) unless its resume token brings back that very seat.
+- The dashboard may lock its room (`Lock`): new participants are then refused (`NotAllowed`);
+  anyone seated before may still resume. Locking twice, or unlocking an open room, is no error.
 */
 
 use std::collections::{BTreeMap, HashMap};
@@ -33,8 +39,9 @@ use axum::extract::ws::Utf8Bytes;
 use capelab_core::wire::{ParticipantId, Peer, PresenceEvent, RelayFrame, Role, To, WIRE_VERSION};
 
 use crate::error::Refusal;
+use crate::expiry::Deadlines;
 use crate::frame::relay_frame_text;
-use crate::limits::{RelayLimits, clean_name};
+use crate::limits::{RelayLimits, TokenBucket, clean_name};
 use crate::log::Log;
 use crate::outbox::{CloseReason, Outbox};
 use crate::resume::ResumeToken;
@@ -70,16 +77,21 @@ pub struct JoinRequest<'a> {
 #[derive(Debug)]
 pub struct Registry {
     rooms: HashMap<RoomCode, Room>,
+    deadlines: Deadlines,
     limits: RelayLimits,
     grace: Duration,
     log: Log,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Room {
     /// The id the next new participant gets; ids start at 1.
     last_id: ParticipantId,
     members: BTreeMap<ParticipantId, Member>,
+    /// Bytes all members together may still send (each sender also has its own budget).
+    bytes: TokenBucket,
+    /// No new participants while set.
+    locked: bool,
 }
 
 #[derive(Debug)]
@@ -101,7 +113,7 @@ enum Link {
 impl Registry {
     /// An empty registry. `grace` is how long a dropped participant stays resumable.
     pub fn new(limits: RelayLimits, grace: Duration, log: Log) -> Self {
-        Registry { rooms: HashMap::new(), limits, grace, log }
+        Registry { rooms: HashMap::new(), deadlines: Deadlines::default(), limits, grace, log }
     }
 
     /// Opens a new room with a fresh code and seats `conn` in it as its dashboard (id 1).
@@ -113,7 +125,12 @@ impl Registry {
                 break candidate;
             }
         };
-        let room = self.rooms.entry(code.clone()).or_default();
+        let room = self.rooms.entry(code.clone()).or_insert_with(|| Room {
+            last_id: 0,
+            members: BTreeMap::new(),
+            bytes: self.limits.room_bytes(now),
+            locked: false,
+        });
         let peer = room.admit(conn, Role::Dashboard, name, &code, &self.limits);
         self.log.line(format_args!("room {code} created by #{} {:?}", peer.id, peer.name));
         Seat { room: code, id: peer.id }
@@ -133,8 +150,16 @@ impl Registry {
         let room = self.rooms.get_mut(&code).ok_or_else(unknown)?;
 
         if let Some(id) = request.resume.and_then(|token| room.holder_of(token)) {
-            room.resume(conn, id, &code, &self.limits, &self.log);
+            if let Some(since) = room.resume(conn, id, &code, &self.limits, &self.log) {
+                self.deadlines.remove(since + self.grace, &code, id);
+            }
             return Ok(Seat { room: code, id });
+        }
+        if request.role == Role::Dashboard {
+            return Err(Refusal::DashboardTaken { room: code.to_string() });
+        }
+        if room.locked {
+            return Err(Refusal::RoomLocked { room: code.to_string() });
         }
         if room.members.len() >= self.limits.max_participants {
             return Err(Refusal::RoomFull {
@@ -155,10 +180,20 @@ impl Registry {
         seat: &Seat,
         to: To,
         envelope: Utf8Bytes,
+        now: Duration,
     ) -> Result<(), Refusal> {
-        let room = self.rooms.get(&seat.room).ok_or(Refusal::Superseded)?;
+        let room = self.rooms.get_mut(&seat.room).ok_or(Refusal::Superseded)?;
         if room.connection_of(seat.id).map(|c| c.id) != Some(conn.id) {
             return Err(Refusal::Superseded);
+        }
+        // Bounds what several members together push at the others; each sender has its own too.
+        if !room.bytes.try_take_n(now, envelope.len() as u64) {
+            return Err(Refusal::ByteRateLimited {
+                who: "this room",
+                size: envelope.len(),
+                per_second: self.limits.room_bytes_per_second.into(),
+                burst: self.limits.room_byte_burst.into(),
+            });
         }
         match to {
             To::All => room.broadcast_except(seat.id, &envelope),
@@ -176,6 +211,23 @@ impl Registry {
         Ok(())
     }
 
+    /// Locks or unlocks `seat`'s room; only its dashboard may, from its current connection.
+    pub fn lock(&mut self, conn: &Conn, seat: &Seat, locked: bool) -> Result<(), Refusal> {
+        let room = self.rooms.get_mut(&seat.room).ok_or(Refusal::Superseded)?;
+        if room.connection_of(seat.id).map(|c| c.id) != Some(conn.id) {
+            return Err(Refusal::Superseded);
+        }
+        if room.members.get(&seat.id).map(|m| m.peer.role) != Some(Role::Dashboard) {
+            return Err(Refusal::NotDashboard { room: seat.room.to_string() });
+        }
+        if room.locked != locked {
+            room.locked = locked;
+            let state = if locked { "locked" } else { "unlocked" };
+            self.log.line(format_args!("room {} {state}", seat.room));
+        }
+        Ok(())
+    }
+
     /// The connection holding `seat` is gone: tell the others and keep the identity resumable.
     /// Does nothing if another connection has taken the identity over meanwhile.
     pub fn disconnect(&mut self, conn_id: ConnId, seat: &Seat, now: Duration) {
@@ -186,6 +238,7 @@ impl Registry {
         let Some(member) = room.members.get_mut(&seat.id) else { return };
         member.link = Link::Away { since: now };
         let peer = member.peer.clone();
+        self.deadlines.add(now + self.grace, &seat.room, seat.id);
         room.announce(PresenceEvent::Left, &peer);
         self.log.line(format_args!(
             "{}: #{} left (resumable for {} s)",
@@ -196,24 +249,26 @@ impl Registry {
         self.expire(now);
     }
 
-    /// Forgets identities whose grace period is over, and rooms left with nobody.
+    /// Forgets identities whose grace period is over, and rooms left with nobody. Touches only
+    /// the identities that expire.
     pub fn expire(&mut self, now: Duration) {
-        let grace = self.grace;
-        let log = self.log;
-        self.rooms.retain(|code, room| {
-            room.members.retain(|id, member| match member.link {
-                Link::Away { since } if now.saturating_sub(since) >= grace => {
-                    log.line(format_args!("{code}: #{id} expired"));
-                    false
-                }
-                _ => true,
-            });
-            let keep = !room.members.is_empty();
-            if !keep {
-                log.line(format_args!("room {code} closed"));
+        while let Some((code, id)) = self.deadlines.pop_due(now) {
+            let Some(room) = self.rooms.get_mut(&code) else { continue };
+            if !matches!(room.members.get(&id).map(|m| &m.link), Some(Link::Away { .. })) {
+                continue;
             }
-            keep
-        });
+            room.members.remove(&id);
+            self.log.line(format_args!("{code}: #{id} expired"));
+            if room.members.is_empty() {
+                self.rooms.remove(&code);
+                self.log.line(format_args!("room {code} closed"));
+            }
+        }
+    }
+
+    /// How many away identities expiry has looked at so far (the work it did, for tests).
+    pub fn expiry_work(&self) -> u64 {
+        self.deadlines.examined()
     }
 
     /// Whether a room with this code is open.
@@ -253,6 +308,7 @@ impl Room {
     }
 
     /// Gives identity `id` to `conn`, taking it from an older connection if it still has it.
+    /// Returns when it went away, if it was away.
     fn resume(
         &mut self,
         conn: &Conn,
@@ -260,19 +316,25 @@ impl Room {
         code: &RoomCode,
         limits: &RelayLimits,
         log: &Log,
-    ) {
-        let Some(member) = self.members.get_mut(&id) else { return };
+    ) -> Option<Duration> {
+        let member = self.members.get_mut(&id)?;
         let previous = std::mem::replace(&mut member.link, Link::Connected(conn.clone()));
         let (peer, token) = (member.peer.clone(), member.token.clone());
-        if let Link::Connected(old) = previous {
-            old.outbox.close(CloseReason::superseded());
-            self.announce_except(id, PresenceEvent::Left, &peer);
-            log.line(format_args!("{code}: #{id} taken over by a new connection"));
-        } else {
-            log.line(format_args!("{code}: #{id} rejoined"));
-        }
+        let away_since = match previous {
+            Link::Connected(old) => {
+                old.outbox.close(CloseReason::superseded());
+                self.announce_except(id, PresenceEvent::Left, &peer);
+                log.line(format_args!("{code}: #{id} taken over by a new connection"));
+                None
+            }
+            Link::Away { since } => {
+                log.line(format_args!("{code}: #{id} rejoined"));
+                Some(since)
+            }
+        };
         self.welcome(conn, &peer, &token, code, limits);
         self.announce_except(id, PresenceEvent::Rejoined, &peer);
+        away_since
     }
 
     fn welcome(
@@ -331,280 +393,4 @@ impl Room {
 }
 
 #[cfg(test)]
-mod tests {
-    use capelab_core::wire::ErrorCode;
-
-    use super::*;
-
-    const GRACE: Duration = Duration::from_secs(120);
-
-    struct Tab {
-        conn: Conn,
-        seat: Option<Seat>,
-    }
-
-    impl Tab {
-        fn new(id: ConnId) -> Self {
-            Tab { conn: Conn { id, outbox: Outbox::new(1 << 20) }, seat: None }
-        }
-
-        fn frames(&self) -> Vec<RelayFrame> {
-            std::iter::from_fn(|| self.conn.outbox.pop())
-                .map(|text| serde_json::from_str(text.as_str()).unwrap())
-                .collect()
-        }
-
-        /// The raw texts queued for this tab.
-        fn drain(&self) -> Vec<String> {
-            std::iter::from_fn(|| self.conn.outbox.pop()).map(|text| text.to_string()).collect()
-        }
-
-        fn welcome(&self) -> (Peer, String, Vec<Peer>) {
-            match self.frames().as_slice() {
-                [RelayFrame::Welcome { you, resume, peers, .. }] => {
-                    (you.clone(), resume.clone(), peers.clone())
-                }
-                other => panic!("expected one Welcome, got {other:?}"),
-            }
-        }
-
-        fn seat(&self) -> &Seat {
-            self.seat.as_ref().expect("seated")
-        }
-    }
-
-    fn registry(max_participants: usize) -> Registry {
-        let limits = RelayLimits { max_participants, ..RelayLimits::default() };
-        Registry::new(limits, GRACE, Log::new(true))
-    }
-
-    fn join<'a>(room: &'a str, name: &'a str, resume: Option<&'a str>) -> JoinRequest<'a> {
-        JoinRequest { room, role: Role::Site, name, resume }
-    }
-
-    fn presence(event: PresenceEvent, id: ParticipantId, role: Role, name: &str) -> RelayFrame {
-        RelayFrame::Presence { v: 1, event, peer: Peer { id, role, name: name.into() } }
-    }
-
-    /// A dashboard in a new room plus `sites` joined sites, all inboxes drained.
-    fn room_with(registry: &mut Registry, first_conn: ConnId, sites: usize) -> Vec<Tab> {
-        let mut dash = Tab::new(first_conn);
-        dash.seat = Some(registry.create(&dash.conn, "Teacher", Duration::ZERO));
-        let code = dash.seat().room.to_string();
-        let mut tabs = vec![dash];
-        for i in 0..sites {
-            let mut tab = Tab::new(first_conn + 1 + i as ConnId);
-            let name = format!("site{i}");
-            tab.seat =
-                Some(registry.join(&tab.conn, join(&code, &name, None), Duration::ZERO).unwrap());
-            tabs.push(tab);
-        }
-        tabs.iter().for_each(|t| drop(t.frames()));
-        tabs
-    }
-
-    #[test]
-    fn create_then_join_assigns_ids_and_announces() {
-        let mut registry = registry(64);
-        let mut dash = Tab::new(1);
-        dash.seat = Some(registry.create(&dash.conn, "  Teacher ", Duration::ZERO));
-        let (you, token, peers) = dash.welcome();
-        assert_eq!(you, Peer { id: 1, role: Role::Dashboard, name: "Teacher".into() });
-        assert!(peers.is_empty());
-        assert_eq!(token.len(), 32);
-
-        let code = dash.seat().room.as_str().to_ascii_lowercase();
-        let site = Tab::new(2);
-        let seat = registry.join(&site.conn, join(&code, "", None), Duration::ZERO).unwrap();
-        assert_eq!(seat, Seat { room: dash.seat().room.clone(), id: 2 });
-        let (you, other_token, peers) = site.welcome();
-        assert_eq!(you, Peer { id: 2, role: Role::Site, name: "site 2".into() });
-        assert_ne!(other_token, token);
-        assert_eq!(peers, vec![Peer { id: 1, role: Role::Dashboard, name: "Teacher".into() }]);
-        assert_eq!(dash.frames(), vec![presence(PresenceEvent::Joined, 2, Role::Site, "site 2")]);
-        assert!(site.frames().is_empty(), "no presence about oneself");
-    }
-
-    #[test]
-    fn routing_to_all_skips_the_sender_and_to_one_reaches_only_it() {
-        let mut registry = registry(64);
-        let tabs = room_with(&mut registry, 1, 2);
-        let text: Utf8Bytes = "broadcast".into();
-        registry.route(&tabs[1].conn, tabs[1].seat(), To::All, text).unwrap();
-        let got: Vec<Vec<String>> = tabs.iter().map(Tab::drain).collect();
-        assert_eq!(got, [vec!["broadcast".to_owned()], vec![], vec!["broadcast".to_owned()]]);
-
-        registry.route(&tabs[0].conn, tabs[0].seat(), To::One(3), "direct".into()).unwrap();
-        assert_eq!(tabs[2].conn.outbox.pop().as_deref(), Some("direct"));
-        assert_eq!(tabs[0].conn.outbox.pop(), None);
-        assert_eq!(tabs[1].conn.outbox.pop(), None);
-
-        // Naming oneself is an echo.
-        registry.route(&tabs[1].conn, tabs[1].seat(), To::One(2), "echo".into()).unwrap();
-        assert_eq!(tabs[1].conn.outbox.pop().as_deref(), Some("echo"));
-    }
-
-    #[test]
-    fn rooms_are_isolated() {
-        let mut registry = registry(64);
-        let a = room_with(&mut registry, 1, 1);
-        let b = room_with(&mut registry, 100, 1);
-        assert_ne!(a[0].seat().room, b[0].seat().room);
-        registry.route(&b[1].conn, b[1].seat(), To::All, "b-traffic".into()).unwrap();
-        registry.route(&b[1].conn, b[1].seat(), To::One(1), "b-direct".into()).unwrap();
-        registry.disconnect(b[1].conn.id, b[1].seat(), Duration::ZERO);
-        assert!(a.iter().all(|t| t.drain().is_empty()));
-        let seen_by_b = b[0].drain();
-        assert_eq!(seen_by_b[..2], ["b-traffic", "b-direct"]);
-        assert_eq!(seen_by_b.len(), 3, "and the Left presence");
-    }
-
-    #[test]
-    fn unknown_and_away_recipients_are_refused() {
-        let mut registry = registry(64);
-        let tabs = room_with(&mut registry, 1, 1);
-        let err = registry.route(&tabs[0].conn, tabs[0].seat(), To::One(9), "x".into());
-        assert_eq!(err.unwrap_err().code(), ErrorCode::UnknownRecipient);
-        registry.disconnect(tabs[1].conn.id, tabs[1].seat(), Duration::ZERO);
-        let err = registry.route(&tabs[0].conn, tabs[0].seat(), To::One(2), "x".into());
-        assert!(matches!(err, Err(Refusal::RecipientAway { id: 2, .. })), "{err:?}");
-    }
-
-    #[test]
-    fn unknown_rooms_and_full_rooms_are_refused() {
-        let mut registry = registry(2);
-        let tabs = room_with(&mut registry, 1, 1);
-        let code = tabs[0].seat().room.to_string();
-        let late = Tab::new(9);
-        let full = registry.join(&late.conn, join(&code, "late", None), Duration::ZERO);
-        assert_eq!(full, Err(Refusal::RoomFull { room: code.clone(), max: 2 }));
-        let typo = registry.join(&late.conn, join("ZZZZZZZZZ", "x", None), Duration::ZERO);
-        assert_eq!(typo, Err(Refusal::UnknownRoom { room: "ZZZZZZZZZ".into() }));
-        assert!(late.frames().is_empty());
-        assert!(tabs.iter().all(|t| t.frames().is_empty()), "a refused join is not announced");
-    }
-
-    #[test]
-    fn a_dropped_participant_resumes_with_its_id_within_the_grace_period() {
-        let mut registry = registry(2);
-        let tabs = room_with(&mut registry, 1, 0);
-        let code = tabs[0].seat().room.to_string();
-        let site = Tab::new(2);
-        registry.join(&site.conn, join(&code, "Ana", None), Duration::ZERO).unwrap();
-        let (_, token, _) = site.welcome();
-        drop(tabs[0].frames());
-
-        let t = Duration::from_secs(10);
-        registry.disconnect(site.conn.id, &Seat { room: tabs[0].seat().room.clone(), id: 2 }, t);
-        assert_eq!(tabs[0].frames(), vec![presence(PresenceEvent::Left, 2, Role::Site, "Ana")]);
-
-        // The away participant still holds its seat: the room (max 2) is full.
-        let other = Tab::new(3);
-        let full = registry.join(&other.conn, join(&code, "Bo", None), t);
-        assert!(matches!(full, Err(Refusal::RoomFull { .. })));
-
-        let back = Tab::new(4);
-        let later = t + GRACE - Duration::from_millis(1);
-        let seat = registry.join(&back.conn, join(&code, "ignored", Some(&token)), later).unwrap();
-        assert_eq!(seat.id, 2);
-        let (you, same_token, peers) = back.welcome();
-        assert_eq!(you, Peer { id: 2, role: Role::Site, name: "Ana".into() });
-        assert_eq!(same_token, token);
-        assert_eq!(peers.len(), 1);
-        assert_eq!(tabs[0].frames(), vec![presence(PresenceEvent::Rejoined, 2, Role::Site, "Ana")]);
-
-        // The old connection's late disconnect does not unseat the new one.
-        registry.disconnect(site.conn.id, &seat, later);
-        assert!(tabs[0].frames().is_empty());
-    }
-
-    #[test]
-    fn after_the_grace_period_a_token_is_a_new_join_and_empty_rooms_close() {
-        let mut registry = registry(64);
-        let tabs = room_with(&mut registry, 1, 1);
-        let code = tabs[0].seat().room.clone();
-        let token = {
-            let fresh = Tab::new(50);
-            registry.join(&fresh.conn, join(code.as_str(), "C", None), Duration::ZERO).unwrap();
-            fresh.welcome().1
-        };
-        // Everyone drops.
-        registry.disconnect(1, tabs[0].seat(), Duration::ZERO);
-        registry.disconnect(2, tabs[1].seat(), Duration::ZERO);
-        registry.disconnect(50, &Seat { room: code.clone(), id: 3 }, Duration::ZERO);
-        assert!(registry.has_room(&code), "resumable identities keep the room");
-
-        // Within the grace period a stale token from elsewhere is just a new join…
-        let stranger = Tab::new(60);
-        let seat = registry
-            .join(&stranger.conn, join(code.as_str(), "D", Some("00ff")), Duration::from_secs(1))
-            .unwrap();
-        assert_eq!(seat.id, 4);
-        registry.disconnect(60, &seat, Duration::from_secs(1));
-
-        // …and once it is over, the room is gone.
-        registry.expire(Duration::from_secs(1) + GRACE);
-        assert!(!registry.has_room(&code));
-        assert_eq!(registry.room_count(), 0);
-        let late = Tab::new(70);
-        let gone = registry.join(&late.conn, join(code.as_str(), "C", Some(&token)), GRACE * 2);
-        assert!(matches!(gone, Err(Refusal::UnknownRoom { .. })));
-    }
-
-    #[test]
-    fn ids_are_never_reused() {
-        let mut registry = registry(64);
-        let tabs = room_with(&mut registry, 1, 2);
-        let code = tabs[0].seat().room.clone();
-        registry.disconnect(3, tabs[2].seat(), Duration::ZERO);
-        registry.expire(GRACE);
-        let next = Tab::new(9);
-        let seat = registry.join(&next.conn, join(code.as_str(), "n", None), GRACE).unwrap();
-        assert_eq!(seat.id, 4);
-    }
-
-    #[test]
-    fn resuming_a_connected_identity_takes_it_over() {
-        let mut registry = registry(64);
-        let dash = Tab::new(1);
-        let dash_seat = registry.create(&dash.conn, "T", Duration::ZERO);
-        let old = Tab::new(2);
-        let code = dash_seat.room.to_string();
-        let seat = registry.join(&old.conn, join(&code, "Ana", None), Duration::ZERO).unwrap();
-        let (_, token, _) = old.welcome();
-        drop(dash.frames());
-
-        let new = Tab::new(3);
-        let again = registry.join(&new.conn, join(&code, "Ana", Some(&token)), Duration::ZERO);
-        assert_eq!(again.as_ref(), Ok(&seat));
-        assert_eq!(old.conn.outbox.close_reason(), Some(CloseReason::superseded()));
-        assert_eq!(
-            dash.frames(),
-            vec![
-                presence(PresenceEvent::Left, 2, Role::Site, "Ana"),
-                presence(PresenceEvent::Rejoined, 2, Role::Site, "Ana"),
-            ]
-        );
-        // The old connection can no longer speak for the identity; the new one can.
-        let stale = registry.route(&old.conn, &seat, To::All, "x".into());
-        assert_eq!(stale, Err(Refusal::Superseded));
-        registry.route(&new.conn, &seat, To::One(1), "y".into()).unwrap();
-        assert_eq!(dash.conn.outbox.pop().as_deref(), Some("y"));
-    }
-
-    #[test]
-    fn a_slow_receiver_is_closed_without_disturbing_the_sender() {
-        let mut registry = registry(64);
-        let tabs = room_with(&mut registry, 1, 0);
-        let code = tabs[0].seat().room.to_string();
-        let slow = Conn { id: 9, outbox: Outbox::new(1000) };
-        let seat = registry.join(&slow, join(&code, "slow", None), Duration::ZERO).unwrap();
-        let chunk: Utf8Bytes = "z".repeat(300).into();
-        for _ in 0..10 {
-            registry.route(&tabs[0].conn, tabs[0].seat(), To::One(seat.id), chunk.clone()).unwrap();
-        }
-        let reason = slow.outbox.close_reason().expect("the slow connection is being closed");
-        assert_eq!(reason.code, crate::outbox::close_code::POLICY);
-        assert!(tabs[0].conn.outbox.close_reason().is_none());
-    }
-}
+mod tests;

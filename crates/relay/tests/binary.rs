@@ -94,3 +94,48 @@ async fn the_binary_prints_its_address_relays_and_stops_on_sigterm() {
     let exit = tokio::task::spawn_blocking(move || child.0.wait()).await.unwrap().unwrap();
     assert!(exit.success(), "the relay exits cleanly on SIGTERM: {exit:?}");
 }
+
+#[tokio::test]
+async fn a_stderr_nobody_reads_does_not_freeze_the_relay() {
+    let dist = TempDir::new("bin-stuck-stderr");
+    // stderr is a pipe this test never reads: once its buffer (64 KiB on Linux) is full, any
+    // write to it blocks.
+    let mut child = Child(
+        Command::new(env!("CARGO_BIN_EXE_capelab-relay"))
+            .args(["--port", "0", "--static-dir"])
+            .arg(dist.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the relay binary starts"),
+    );
+    let stdout = child.0.stdout.take().unwrap();
+    let (port, _stdout) = tokio::task::spawn_blocking(move || {
+        let mut stdout = BufReader::new(stdout);
+        let mut line = String::new();
+        while stdout.read_line(&mut line).expect("readable stdout") > 0 {
+            if let Some(port) = line.trim_end().strip_prefix("LISTENING http://127.0.0.1:") {
+                return (port.trim_end_matches('/').parse::<u16>().unwrap(), stdout);
+            }
+            line.clear();
+        }
+        panic!("no LISTENING line")
+    })
+    .await
+    .unwrap();
+    let url = format!("ws://127.0.0.1:{port}/ws");
+
+    // Each room logs two lines of about 60 and 40 bytes: 1500 rooms are over twice the pipe.
+    let name = "a name long enough to fill the log quickly";
+    for _ in 0..1500 {
+        let mut dash = Client::connect(&url).await;
+        dash.create(name).await;
+        dash.close().await;
+    }
+    let addr = format!("127.0.0.1:{port}").parse().unwrap();
+    let health = common::http_get(addr, "/healthz").await;
+    assert_eq!((health.status, health.body.as_str()), (200, "ok"));
+    let mut last = Client::connect(&url).await;
+    last.create("still routing").await;
+    last.assert_works().await;
+}

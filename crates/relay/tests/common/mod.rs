@@ -138,6 +138,38 @@ impl Client {
         self.ws.send(Message::Text(text.into().into())).await.expect("send text");
     }
 
+    /// Sends a text frame; `false` once the connection is gone.
+    pub async fn try_send_text(&mut self, text: impl Into<String>) -> bool {
+        self.ws.send(Message::Text(text.into().into())).await.is_ok()
+    }
+
+    /// Sends one raw websocket frame, however wrong (a reserved opcode, a text frame that is not
+    /// UTF-8); `false` once the connection is gone.
+    pub async fn send_raw(
+        &mut self,
+        frame: tokio_tungstenite::tungstenite::protocol::frame::Frame,
+    ) -> bool {
+        self.ws.send(Message::Frame(frame)).await.is_ok()
+    }
+
+    /// Queues a text frame without flushing (for floods); `false` once the connection is gone.
+    pub async fn feed_text(&mut self, text: impl Into<String>) -> bool {
+        self.ws.feed(Message::Text(text.into().into())).await.is_ok()
+    }
+
+    /// Flushes fed frames; `false` once the connection is gone.
+    pub async fn flush(&mut self) -> bool {
+        self.ws.flush().await.is_ok()
+    }
+
+    /// The next message of any kind, or `None` once the connection has ended.
+    pub async fn next_raw(&mut self) -> Option<Message> {
+        let next = tokio::time::timeout(HANG_GUARD, self.ws.next())
+            .await
+            .expect("no message from the relay (hang guard)");
+        next.and_then(Result::ok)
+    }
+
     pub async fn send_binary(&mut self, bytes: Vec<u8>) {
         self.ws.send(Message::Binary(bytes.into())).await.expect("send binary");
     }
