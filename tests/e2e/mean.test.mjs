@@ -217,6 +217,9 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
       );
     }
     await page.waitForSelector('[data-testid="chart-comparison"] svg');
+    // RDP and PLD side by side, in both views (PLD is the exact composition here).
+    assert.match(await page.textContent('[data-testid="chart-comparison"]'), /PLD \(exact here\)/);
+    assert.match(await page.textContent('[data-testid="chart-comparison"]'), /collusion-aware PLD/);
     await page.waitForSelector('[data-testid="chart-fig5"] svg');
     await shot(dashboard, 'mean-07-dashboard-round-2');
     await shot(survivors[0].tab, 'mean-08-site-after-round-2');
@@ -259,6 +262,13 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
     const { page } = site.tab;
     const count = await ledgerCount(site);
     const spent = await attr(page, '[data-testid="ledger-spent"]', 'data-spent');
+    // The ledger charges the tighter bound and says which: PLD (exact for these Gaussian
+    // releases), below RDP's.
+    assert.equal(await attr(page, '[data-testid="ledger-bound"]', 'data-bound'), 'PLD');
+    const pld = Number(await attr(page, '[data-testid="ledger-bound"]', 'data-pld'));
+    const rdp = Number(await attr(page, '[data-testid="ledger-bound"]', 'data-rdp'));
+    assert.ok(pld > 0 && pld < rdp, `PLD ${pld} vs RDP ${rdp}`);
+    assert.equal(Number(spent), pld);
     await page.reload();
     await connectedState(site.tab);
     await page.waitForSelector(`[data-testid="ledger-releases"][data-count="${count}"]`, { timeout: STEP_TIMEOUT_MS });

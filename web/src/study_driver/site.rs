@@ -19,7 +19,7 @@ signals are refreshed. Budget changes and imports go through [`SiteStudy::set_bu
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use capelab_core::accountant::ledger::LedgerEntry;
+use capelab_core::accountant::ledger::{LedgerEntry, Spend};
 use capelab_core::accountant::{Budget, Ledger};
 use capelab_core::driver::Driver;
 use capelab_core::rng::os_rng;
@@ -74,6 +74,8 @@ pub struct LedgerView {
     pub site: String,
     pub budget: Budget,
     pub spent: f64,
+    /// The total under RDP and under PLD, and which one `spent` is (the tighter).
+    pub spend: Spend,
     pub remaining: f64,
     pub entries: Vec<LedgerEntry>,
     /// Something to tell the user about how the ledger was loaded.
@@ -565,6 +567,7 @@ impl SiteStudy {
                     site: l.site().to_owned(),
                     budget: l.budget(),
                     spent: l.spent(),
+                    spend: l.spend(),
                     remaining: l.remaining(),
                     entries: l.entries().to_vec(),
                     note: inner.ledger_note.clone(),

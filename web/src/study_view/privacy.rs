@@ -58,15 +58,18 @@ pub fn spend_chart(
         series,
         markers: Vec::new(),
         note: Some(
-            "Each site's own ledger (RDP, Balle et al.'s conversion, CAPE releases counted with the \
-             collusion factor c_S of the adversary's full view), as the site reports it."
+            "Each site's own ledger (the tighter of RDP with Balle et al.'s conversion and the \
+             privacy loss distribution, CAPE releases counted with the collusion factor c_S of the \
+             adversary's full view), as the site reports it."
                 .into(),
         ),
     }
 }
 
-/// J = 1..=`releases` releases with multiplier z at δ: basic, strong, RDP (two conversions) in
-/// the aggregator's view, and RDP in the colluding adversary's view (factor `collusion_factor`).
+/// J = 1..=`releases` releases with multiplier z at δ: basic, strong, RDP (two conversions) and
+/// PLD in the aggregator's view, and RDP and PLD in the colluding adversary's view (factor
+/// `collusion_factor`). The releases are unsampled Gaussians, whose PLDs compose exactly, so PLD
+/// here is the exact composition (`ViewReport::epsilon_exact`), the tightest bound there is.
 pub fn comparison_chart(
     noise_multiplier: f64,
     collusion_factor: f64,
@@ -78,7 +81,9 @@ pub fn comparison_chart(
     let mut strong = Vec::new();
     let mut rdp = Vec::new();
     let mut improved = Vec::new();
+    let mut pld = Vec::new();
     let mut colluding = Vec::new();
+    let mut colluding_pld = Vec::new();
     for j in 1..=releases.max(1) {
         let report = ComparisonRequest {
             collusion_factor: Some(collusion_factor),
@@ -90,8 +95,10 @@ pub fn comparison_chart(
         strong.push((x, report.aggregator.epsilon_strong));
         rdp.push((x, report.aggregator.epsilon_rdp));
         improved.push((x, report.aggregator.epsilon_rdp_improved));
+        pld.extend(report.aggregator.epsilon_exact.map(|e| (x, e)));
         if let Some(view) = &report.collusion_aware {
             colluding.push((x, view.epsilon_rdp_improved));
+            colluding_pld.extend(view.epsilon_exact.map(|e| (x, e)));
         }
     }
     let line = |name: &str, color, points, dashed| Series {
@@ -112,10 +119,17 @@ pub fn comparison_chart(
             colluding,
             false,
         ),
+        line("PLD (exact here)", PALETTE[2], pld, true),
+        line(
+            &format!("collusion-aware PLD (c_S = {})", format_value(collusion_factor)),
+            PALETTE[3],
+            colluding_pld,
+            true,
+        ),
     ];
     let y = Scale::linear_fit(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), &[0.0]);
     Ok(LineChartSpec {
-        title: "One run of releases, four accountings".into(),
+        title: "One run of releases under every accountant".into(),
         x_label: "number of releases J".into(),
         y_label: format!("ε at δ = {delta:e}"),
         x: Scale::Linear { min: 0.0, max: releases.max(1) as f64 },
@@ -128,7 +142,7 @@ pub fn comparison_chart(
         note: Some(format!(
             "J CAPE releases with noise multiplier z = {}. The aggregator's view counts each as a \
              Gaussian release with multiplier z; the colluding adversary's full view as one with \
-             z/√c_S, which is what the sites' ledgers charge.",
+             z/√c_S, which is what the sites' ledgers charge, by the tighter of RDP and PLD.",
             format_value(noise_multiplier)
         )),
     })
@@ -244,7 +258,7 @@ mod tests {
     fn the_accountings_are_ordered_as_theory_says() {
         let c = capelab_core::study::mean::collusion_factor(5);
         let chart = comparison_chart(9.69, c, 1e-5, 10, Some(2)).unwrap();
-        assert_eq!(chart.series.len(), 5);
+        assert_eq!(chart.series.len(), 7);
         let at = |s: usize, j: usize| chart.series[s].points[j - 1].1;
         // independent facts: basic splits δ over J, so each of J releases costs more than one
         // release at the whole δ; RDP beats basic for many releases; the colluding view
@@ -254,6 +268,11 @@ mod tests {
         assert!(at(2, 10) < at(0, 10));
         assert!(at(3, 10) <= at(2, 10) + 1e-12);
         assert!(at(4, 10) > at(3, 10));
+        // PLD (exact for Gaussians) is below every RDP bound, in both views, at every J
+        for j in 1..=10 {
+            assert!(at(5, j) < at(3, j) && at(6, j) < at(4, j), "J = {j}");
+            assert!(at(6, j) > at(5, j));
+        }
         assert_eq!(chart.markers[0].x, 2.0);
     }
 

@@ -67,7 +67,7 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
                         <td class="mono">{study}</td>
                         <td>{e.event.label().to_owned()}</td>
                         <td>{format_value(e.event.collusion_factor())}</td>
-                        <td>{format_value(e.epsilon_after)}</td>
+                        <td>{format_value(e.epsilon_after)} <span class="muted">{e.bound.to_string()}</span></td>
                     </tr>
                 }
             }).collect_view();
@@ -77,6 +77,13 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
                     " of ε = " {format_value(l.budget.epsilon)} " spent (at δ = " {format!("{:e}", l.budget.delta)} ")"
                 </p>
                 <div class="bar"><div class="bar-fill" style=format!("width: {:.1}%", 100.0 * share)></div></div>
+                {(!l.entries.is_empty()).then(|| view! {
+                    <p class="muted" data-testid="ledger-bound" data-bound=l.spend.bound.to_string()
+                        data-rdp=l.spend.rdp data-pld=l.spend.pld>
+                        "charged by " <strong>{l.spend.bound.to_string()}</strong> ", the tighter bound: PLD "
+                        {format_value(l.spend.pld)} ", RDP " {format_value(l.spend.rdp)}
+                    </p>
+                })}
                 <p class="muted">
                     <span data-testid="ledger-releases" data-count=l.entries.len()>{l.entries.len()} " releases"</span>
                     " · " {format_value(l.remaining)} " left"
@@ -89,7 +96,7 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
                 </p>
                 {(!l.entries.is_empty()).then(|| view! {
                     <table class="numbers ledger-table">
-                        <tr><th>"study"</th><th>"release"</th><th>"c_S"</th><th>"ε after"</th></tr>
+                        <tr><th>"study"</th><th>"release"</th><th>"c_S"</th><th>"ε after (by)"</th></tr>
                         {entries}
                     </table>
                 })}

@@ -1,5 +1,6 @@
 //! The dashboard's privacy panel: every site's budget (from its ledger reports), ε spent round by
-//! round, one run under four accountings, and seed 000 Fig. 5 for the room's S.
+//! round, one run under every accountant (RDP, PLD, basic, strong; both views), and seed 000
+//! Fig. 5 for the room's S.
 
 use capelab_core::study::mean::collusion_factor;
 use capelab_core::wire::Role;
