@@ -10,6 +10,8 @@ opaque base64, and routing reads only `room`, `from` and `to`.
 Code map:
 - [`server`]: the accept loop (connection cap, header timeout), routes (`/ws`, `/healthz`, the
   static app), shared state, [`serve`] and a bounded shutdown.
+- [`static_files`]: the built app, brotli/gzip precompressed at build time, content-hashed files
+  cached for good and `index.html` revalidated.
 - [`connection`]: one websocket's reader and writer tasks.
 - [`registry`]: rooms, seats, resume and routing, with no sockets or clock, unit-tested directly;
   [`expiry`]: the deadline index that makes expiry cost only what expires.
@@ -38,6 +40,7 @@ pub mod registry;
 pub mod resume;
 pub mod room_code;
 pub mod server;
+pub mod static_files;
 
 pub use clock::{Clock, ManualClock};
 pub use config::{Config, ConfigError};

@@ -7,23 +7,20 @@ The accept loop is ours, not `axum::serve`, so that every connection is bounded:
 shutdown that waits at most `Config::shutdown_wait`.
 
 `/ws` upgrades to a websocket handled by [`crate::connection`]; `/healthz` answers `ok`; every
-other path is the built web app from `Config::static_dir`, with `index.html` for unknown paths
-(the app reads `?room=CODE` itself). Without a built app, those paths answer with a short page
-that says how to build it, so a relay started too early explains itself instead of a bare 404.
+other path is the built web app from `Config::static_dir` ([`crate::static_files`]: precompressed
+copies, cache headers, `index.html` for unknown paths, and a page that says how to build the app
+when there is none).
 */
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::Path;
 use std::pin::pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State, WebSocketUpgrade};
-use axum::http::{StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::get;
 use axum::{Extension, Router};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -32,7 +29,6 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::timeout;
-use tower_http::services::{ServeDir, ServeFile};
 
 use crate::config::{Config, ConfigError};
 use crate::connection;
@@ -40,6 +36,7 @@ use crate::guesses::AddressGuesses;
 use crate::log::Log;
 use crate::outbox::QueueBudget;
 use crate::registry::{ConnId, Registry};
+use crate::static_files;
 
 /// Connections being told "busy" at once; past this, new ones are closed without a word.
 const MAX_REFUSING: usize = 64;
@@ -295,39 +292,5 @@ async fn sweep_expired(shared: Arc<Shared>) {
 }
 
 async fn static_files(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let dir = &shared.config.static_dir;
-    let index = dir.join("index.html");
-    // Checked per request, so building the app while the relay runs just works.
-    if !index.is_file() {
-        return not_built(dir);
-    }
-    let mut files = ServeDir::new(dir).fallback(ServeFile::new(index));
-    match files.try_call(request).await {
-        Ok(response) => response.map(Body::new),
-        Err(error) => {
-            (StatusCode::INTERNAL_SERVER_ERROR, format!("could not read the app: {error}"))
-                .into_response()
-        }
-    }
-}
-
-fn not_built(dir: &Path) -> Response {
-    let dir = html_escape(&dir.display().to_string());
-    let page = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>capelab relay: app not built</title></head><body>\n\
-         <h1>The capelab app is not built yet</h1>\n\
-         <p>This relay is running, but it serves the web app from <code>{dir}</code>, \
-         which has no <code>index.html</code>.</p>\n\
-         <p>Run <code>./scripts/demo</code> from the capelab checkout: it builds the app and \
-         starts the relay. Or build the app into that directory and reload this page, or start \
-         the relay with <code>--static-dir</code> pointing at a built app.</p>\n\
-         </body></html>\n"
-    );
-    (StatusCode::SERVICE_UNAVAILABLE, [(header::CACHE_CONTROL, "no-store")], Html(page))
-        .into_response()
-}
-
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    static_files::serve(&shared.config.static_dir, request).await
 }
