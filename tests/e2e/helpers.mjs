@@ -1,5 +1,6 @@
 // Shared pieces of the end-to-end tests: the real relay on a free port, headless Debian Chromium,
-// one browser context per tab (like separate devices), console and page errors collected per tab.
+// one browser context per tab (like separate devices), page errors and console warnings and errors
+// collected per tab (any of them fails the test).
 //
 // Env: CAPELAB_RELAY_BIN (default target/debug/capelab-relay), CAPELAB_DIST (default dist),
 // CHROMIUM (default /usr/bin/chromium). Screenshots go to tests/artifacts/.
@@ -87,8 +88,20 @@ export function launchBrowser() {
 }
 
 /**
- * A tab in its own browser context, recording page errors and console errors.
- * `allow` holds patterns of console errors that are expected at the moment (e.g. while offline).
+ * Console messages that fail no test anywhere, because they come from outside our code (the
+ * browser, the machine) and no change of ours can remove them. Each entry says why it is here.
+ * Empty on purpose: a warning our app or its build causes is a bug to fix, not to list.
+ */
+export const ALLOWED_CONSOLE = [];
+
+/** Console message types that fail a test (Playwright's names; `console.warn` is `warning`). */
+const FAILING_CONSOLE_TYPES = new Set(['error', 'warning', 'assert']);
+
+/**
+ * A tab in its own browser context, recording uncaught page errors and console warnings and
+ * errors (`assertNoErrors` fails the test on any of them).
+ * `allow` holds patterns of console messages a test expects at the moment (e.g. failed
+ * connection attempts while it has cut the tab's network); `ALLOWED_CONSOLE` applies everywhere.
  */
 export async function openTab(browser, label, viewport = { width: 1280, height: 860 }) {
   const context = await browser.newContext({ viewport });
@@ -109,10 +122,11 @@ export async function openTab(browser, label, viewport = { width: 1280, height: 
   const tab = { label, context, page, errors: [], allow: [] };
   page.on('pageerror', (err) => tab.errors.push(`pageerror: ${err.message}`));
   page.on('console', (msg) => {
-    if (msg.type() !== 'error') return;
+    if (!FAILING_CONSOLE_TYPES.has(msg.type())) return;
     const text = msg.text();
-    if (tab.allow.some((pattern) => pattern.test(text))) return;
-    tab.errors.push(`console.error: ${text}`);
+    if ([...ALLOWED_CONSOLE, ...tab.allow].some((pattern) => pattern.test(text))) return;
+    const where = msg.location()?.url ? ` (${msg.location().url}:${msg.location().lineNumber})` : '';
+    tab.errors.push(`console.${msg.type()}: ${text}${where}`);
   });
   return tab;
 }
@@ -127,7 +141,7 @@ export async function closeTab(tabs, tab) {
 
 export function assertNoErrors(tabs) {
   const found = tabs.flatMap((t) => t.errors.map((e) => `${t.label}: ${e}`));
-  assert.deepEqual(found, [], 'no page errors or console errors');
+  assert.deepEqual(found, [], 'no page errors, console errors or console warnings');
 }
 
 export async function shot(tab, name) {
