@@ -30,6 +30,8 @@ Modules, one concept each:
 - [`pca`]: capePCA (Algorithm 3) and the projection/whitening for ICA.
 - [`djica`]: capeDJICA (Algorithm 4) and its baselines, site and aggregator sides.
 - [`ica_quality`]: q_NGI, component matching, principal cosines.
+- [`efpsn`]: EFPSN (seed 003): Paillier-built zero-sum polynomial masks over a peer graph, and
+  decentralised optimisation on the masked costs.
 */
 
 pub mod accountant;
@@ -38,6 +40,7 @@ pub mod codec;
 pub mod data;
 pub mod djica;
 pub mod driver;
+pub mod efpsn;
 pub mod fixed;
 pub mod fm;
 pub mod fmri;
