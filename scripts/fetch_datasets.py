@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Write the public data sets of the FM experiments as CSV files into data/.
+"""Write the public data sets of the FM and EFPSN experiments as CSV files into data/.
 
-The data come from the files that scikit-learn ships inside its package (load_diabetes and
-load_breast_cancer read them from disk; nothing is downloaded). Each CSV starts with `#` comment
+The data come from the files that scikit-learn ships inside its package (load_diabetes,
+load_breast_cancer and load_digits read them from disk; nothing is downloaded). Each CSV starts with `#` comment
 lines naming the source and licence, then a header row; the target column is `target`. A sidecar
 JSON file next to it records the same facts and the columns for tools.
 
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import sklearn
-from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits
 
 
 def clean(name: str) -> str:
@@ -47,6 +47,15 @@ DATASETS = {
         "licence": "CC BY 4.0 (UCI Machine Learning Repository); redistributed in scikit-learn (BSD-3-Clause)",
         "target": "0 = malignant, 1 = benign",
         "notes": "30 features computed from digitised images of fine needle aspirates",
+    },
+    "digits": {
+        "load": load_digits,
+        "task": "classification (10 classes)",
+        "title": "Optical Recognition of Handwritten Digits (Alpaydin & Kaynak 1998), the 8x8 test set",
+        "source": "https://archive.ics.uci.edu/dataset/80/optical+recognition+of+handwritten+digits",
+        "licence": "CC BY 4.0 (UCI Machine Learning Repository); redistributed in scikit-learn (BSD-3-Clause)",
+        "target": "the digit, 0-9",
+        "notes": "64 pixel counts (0-16) of an 8x8 image, row by row; EFPSN's stand-in for MNIST",
     },
 }
 

@@ -110,8 +110,9 @@ ensure_python_env() {
 
 ensure_datasets() {
     local venv="$ROOT/tools/venv" req="$ROOT/tools/requirements-data.txt"
-    if [ -f "$ROOT/data/diabetes.csv" ] && [ -f "$ROOT/data/breast_cancer.csv" ]; then
-        note "data sets (data/diabetes.csv, data/breast_cancer.csv): present"
+    if [ -f "$ROOT/data/diabetes.csv" ] && [ -f "$ROOT/data/breast_cancer.csv" ] \
+        && [ -f "$ROOT/data/digits.csv" ]; then
+        note "data sets (data/diabetes.csv, data/breast_cancer.csv, data/digits.csv): present"
         return
     fi
     local stamp="$venv/.capelab-requirements-data"
@@ -121,7 +122,7 @@ ensure_datasets() {
         "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
         cp "$req" "$stamp"
     fi
-    step "writing the FM data sets into data/"
+    step "writing the FM and EFPSN data sets into data/"
     "$venv/bin/python" "$ROOT/scripts/fetch_datasets.py" --out "$ROOT/data"
 }
 

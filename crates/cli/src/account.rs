@@ -139,10 +139,7 @@ pub fn run(args: AccountArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
+        Err(message) => crate::exit::fail(message),
     }
 }
 

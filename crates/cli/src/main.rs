@@ -5,6 +5,8 @@ use clap::{Parser, Subcommand};
 mod account;
 mod bench;
 mod djica;
+mod efpsn;
+mod exit;
 mod fm;
 mod mean;
 mod nn;
@@ -45,6 +47,15 @@ enum Command {
     /// Averaged capeDJICA runs over ε_i or M for every method (seed 000 Figs. 1–2): CSV, figures
     /// and the threshold ε_i of each method.
     DjicaSweep(djica::DjicaSweepArgs),
+    /// EFPSN (seed 003): agents on a graph mask their local costs with zero-sum polynomials built
+    /// by a Paillier exchange, then optimise together (DSGD or gradient tracking); against the
+    /// non-zero-sum baseline and the noise-free run.
+    Efpsn(efpsn::EfpsnArgs),
+    /// EFPSN, the baseline and noise-free over γ (seed 003 Figs. 3–4): CSV and figures.
+    EfpsnSweep(efpsn::EfpsnSweepArgs),
+    /// What a curious neighbour reads from one agent's released gradient on a single image, with
+    /// the biases or all parameters perturbed: cosines and the images (PNG + SVG).
+    EfpsnAttack(efpsn::EfpsnAttackArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,5 +69,8 @@ fn main() -> ExitCode {
         Command::NnSweep(args) => nn::run_sweep(args),
         Command::Djica(args) => djica::run(args),
         Command::DjicaSweep(args) => djica::run_sweep(args),
+        Command::Efpsn(args) => efpsn::run(args),
+        Command::EfpsnSweep(args) => efpsn::run_sweep(args),
+        Command::EfpsnAttack(args) => efpsn::run_attack(args),
     }
 }

@@ -221,9 +221,6 @@ pub fn run(args: DjicaBenchArgs) -> ExitCode {
             println!("{text}");
             ExitCode::SUCCESS
         }
-        Err(m) => {
-            eprintln!("error: {m}");
-            ExitCode::from(2)
-        }
+        Err(m) => crate::exit::fail(m),
     }
 }

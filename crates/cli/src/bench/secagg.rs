@@ -103,10 +103,7 @@ struct Ratio {
 pub fn run(args: SecaggArgs) -> ExitCode {
     match bench(&args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("error: {message}");
-            ExitCode::from(2)
-        }
+        Err(message) => crate::exit::fail(message),
     }
 }
 

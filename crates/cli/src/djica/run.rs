@@ -112,14 +112,9 @@ pub fn run(args: DjicaArgs) -> ExitCode {
             for w in v["warnings"].as_array().into_iter().flatten() {
                 println!("warning                 {}", w.as_str().unwrap_or(""));
             }
-            for f in files {
-                println!("wrote {}", f.display());
-            }
+            crate::exit::print_written(&files);
             ExitCode::SUCCESS
         }
-        Err(m) => {
-            eprintln!("error: {m}");
-            ExitCode::from(2)
-        }
+        Err(m) => crate::exit::fail(m),
     }
 }

@@ -309,14 +309,9 @@ pub fn run_sweep(args: DjicaSweepArgs) -> ExitCode {
                     args.common.sites
                 );
             }
-            for f in files {
-                println!("wrote {}", f.display());
-            }
+            crate::exit::print_written(&files);
             ExitCode::SUCCESS
         }
-        Err(m) => {
-            eprintln!("error: {m}");
-            ExitCode::from(2)
-        }
+        Err(m) => crate::exit::fail(m),
     }
 }

@@ -8,10 +8,7 @@ use serde_json::{Value, json};
 
 use super::data::Loaded;
 
-pub(super) fn fail(message: String) -> ExitCode {
-    eprintln!("error: {message}");
-    ExitCode::from(2)
-}
+pub(super) use crate::exit::fail;
 
 pub(super) fn print_json(v: &impl Serialize) -> ExitCode {
     match serde_json::to_string_pretty(v) {

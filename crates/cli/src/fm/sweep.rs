@@ -230,9 +230,7 @@ pub fn run_sweep(args: SweepArgs) -> ExitCode {
                     p.x, p.mechanism, p.mean, p.se, p.epsilon_guaranteed
                 );
             }
-            for f in files {
-                println!("wrote {}", f.display());
-            }
+            crate::exit::print_written(&files);
             ExitCode::SUCCESS
         }
         Err(m) => fail(m),

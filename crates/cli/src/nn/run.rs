@@ -155,9 +155,6 @@ pub fn run(args: NnArgs) -> ExitCode {
             print!("{}", human(&v));
             ExitCode::SUCCESS
         }
-        Err(m) => {
-            eprintln!("error: {m}");
-            ExitCode::from(2)
-        }
+        Err(m) => crate::exit::fail(m),
     }
 }

@@ -170,16 +170,5 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
 }
 
 pub fn run_sweep(args: NnSweepArgs) -> ExitCode {
-    match sweep(&args) {
-        Ok(files) => {
-            for f in files {
-                println!("wrote {}", f.display());
-            }
-            ExitCode::SUCCESS
-        }
-        Err(m) => {
-            eprintln!("error: {m}");
-            ExitCode::from(2)
-        }
-    }
+    crate::exit::files_or_fail(sweep(&args))
 }

@@ -23,7 +23,6 @@ pub enum Colours {
     #[default]
     Diverging,
     /// Dark to light (non-negative values).
-    #[allow(dead_code, reason = "for non-negative maps; no command draws one yet")]
     Sequential,
 }
 
