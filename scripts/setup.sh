@@ -108,6 +108,19 @@ ensure_python_env() {
     cp "$req" "$stamp"
 }
 
+ensure_paillier_env() {
+    local venv="$ROOT/tools/venv" req="$ROOT/tests/paillier/requirements.txt"
+    local stamp="$venv/.capelab-requirements-paillier"
+    if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; then
+        note "python-phe and gmpy2 (tools/venv): present"
+        return
+    fi
+    step "installing python-phe and gmpy2 into tools/venv (Paillier interoperability and benchmark)"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+    cp "$req" "$stamp"
+}
+
 ensure_datasets() {
     local venv="$ROOT/tools/venv" req="$ROOT/tools/requirements-data.txt"
     if [ -f "$ROOT/data/diabetes.csv" ] && [ -f "$ROOT/data/breast_cancer.csv" ] \
@@ -140,6 +153,7 @@ main() {
     if [ "$what" = test ]; then
         ensure_browser
         ensure_python_env
+        ensure_paillier_env
         ensure_datasets
     fi
     fetch_crates

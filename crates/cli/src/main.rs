@@ -10,6 +10,7 @@ mod exit;
 mod fm;
 mod mean;
 mod nn;
+mod paillier;
 mod plot;
 
 /// cape: capelab's protocols, natively.
@@ -56,6 +57,9 @@ enum Command {
     /// What a curious neighbour reads from one agent's released gradient on a single image, with
     /// the biases or all parameters perturbed: cosines and the images (PNG + SVG).
     EfpsnAttack(efpsn::EfpsnAttackArgs),
+    /// Paillier keys, encryption, decryption and sums as JSON (interoperability tests).
+    #[command(subcommand)]
+    Paillier(paillier::PaillierCommand),
 }
 
 fn main() -> ExitCode {
@@ -72,5 +76,6 @@ fn main() -> ExitCode {
         Command::Efpsn(args) => efpsn::run(args),
         Command::EfpsnSweep(args) => efpsn::run_sweep(args),
         Command::EfpsnAttack(args) => efpsn::run_attack(args),
+        Command::Paillier(command) => paillier::run(command),
     }
 }

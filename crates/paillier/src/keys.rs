@@ -112,6 +112,21 @@ impl Keypair {
         }
     }
 
+    /// A key pair from the decimal digits of its two primes (interoperability tests: a key made
+    /// by another implementation).
+    pub fn from_primes_decimal(p: &str, q: &str) -> Result<Keypair, PaillierError> {
+        let parse = |t: &str| {
+            crate::serde_big::parse_decimal(t.trim(), MAX_BITS / 2)
+                .map_err(PaillierError::ModulusNotDecimal)
+        };
+        Keypair::from_primes(parse(p)?, parse(q)?)
+    }
+
+    /// The secret primes in decimal: for interoperability tests only.
+    pub fn primes_decimal(&self) -> (String, String) {
+        (self.secret.p.to_string_radix_vartime(10), self.secret.q.to_string_radix_vartime(10))
+    }
+
     /// A key pair from two distinct odd primes of equal length (interoperability tests).
     pub fn from_primes(p: BoxedUint, q: BoxedUint) -> Result<Keypair, PaillierError> {
         let half = p.bit_width_vartime().max(q.bit_width_vartime());

@@ -4,11 +4,13 @@
 - `cape bench secagg`: each SecureAgg role per round ([`secagg`]).
 - `cape bench djica`: capePCA + capeDJICA end to end ([`djica`]).
 - `cape bench pld`: the PLD accountant on a DP-SGD-sized run ([`pld`]).
+- `cape bench paillier`: Paillier-2048 and EFPSN's Phase 1 ([`paillier`]).
 */
 
 use std::process::ExitCode;
 
 pub mod djica;
+pub mod paillier;
 pub mod pld;
 pub mod secagg;
 
@@ -23,6 +25,9 @@ pub enum BenchCommand {
     /// The PLD accountant: T = 20 000 Poisson-subsampled Gaussian releases at two grid steps;
     /// optionally merged with the browser's and dp-accounting's figures for the ratios.
     Pld(pld::PldBenchArgs),
+    /// Paillier-2048 key generation, encryption, decryption and EFPSN's Phase 1 (5 agents on a
+    /// ring); optionally merged with the browser's and python-phe's figures for the ratios.
+    Paillier(paillier::PaillierBenchArgs),
 }
 
 pub fn run(command: BenchCommand) -> ExitCode {
@@ -30,5 +35,6 @@ pub fn run(command: BenchCommand) -> ExitCode {
         BenchCommand::Secagg(args) => secagg::run(args),
         BenchCommand::Djica(args) => djica::run(args),
         BenchCommand::Pld(args) => pld::run(args),
+        BenchCommand::Paillier(args) => paillier::run(args),
     }
 }

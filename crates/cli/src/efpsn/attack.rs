@@ -65,14 +65,14 @@ fn attack(args: &EfpsnAttackArgs) -> Result<(Vec<Reconstruction>, Vec<PathBuf>),
         }
     }
     let mut tiles = vec![Tile {
-        title: format!("the image (label {label})"),
+        title: format!("the image (a {label})"),
         width: side,
         height: side,
         values: image.clone(),
     }];
     for r in &out {
         tiles.push(Tile {
-            title: format!("{}, γ = {}: cos {:.4}", r.perturbed.name(), r.gamma, r.cosine),
+            title: format!("{} γ={}: cos {:.3}", r.perturbed.name(), r.gamma, r.cosine),
             width: side,
             height: side,
             values: r.image.clone(),
@@ -80,12 +80,10 @@ fn attack(args: &EfpsnAttackArgs) -> Result<(Vec<Reconstruction>, Vec<PathBuf>),
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("--out: {e}"))?;
     let grid = HeatmapGrid {
-        title:
-            "What a curious neighbour reads from one released gradient (EFPSN, softmax regression)"
-                .into(),
+        title: "Read back from one released gradient (EFPSN, softmax)".into(),
         tiles,
         columns: gammas.len() + 1,
-        tile_px: 120,
+        tile_px: 190,
         colours: Colours::Sequential,
         shared_scale: false,
     };

@@ -16,6 +16,7 @@ agents, built pairwise with Paillier encryption, so Σ_i f̂_i = Σ_i f_i and th
 - [`messages`]: the messages and the public plan of a run.
 - [`agent`]: one agent as a sans-IO role: Phase 1, then Phase 2 exchanging iterates.
 - [`attack`]: what a curious neighbour reads from one agent's released gradient.
+- [`bench`]: the workloads `cape bench paillier` times natively and in the browser.
 - [`sim`]: a whole run in one process over the in-memory transport: EFPSN, the non-zero-sum
   baseline and the noise-free run with the same code.
 
@@ -27,6 +28,7 @@ its neighbours collude. Keys are not authenticated.
 pub mod agent;
 pub mod attack;
 pub mod basis;
+pub mod bench;
 pub mod epsilon;
 pub mod graph;
 pub mod mask;
