@@ -103,8 +103,9 @@ const FAILING_CONSOLE_TYPES = new Set(['error', 'warning', 'assert']);
  * `allow` holds patterns of console messages a test expects at the moment (e.g. failed
  * connection attempts while it has cut the tab's network); `ALLOWED_CONSOLE` applies everywhere.
  */
-export async function openTab(browser, label, viewport = { width: 1280, height: 860 }) {
-  const context = await browser.newContext({ viewport });
+export async function openTab(browser, label, viewport = { width: 1280, height: 860 }, device = {}) {
+  // `device`: more context options, e.g. a phone's deviceScaleFactor, isMobile and hasTouch.
+  const context = await browser.newContext({ viewport, ...device });
   // The tab's "network cable": remember every WebSocket the page opens, so a test can cut it.
   // (Chromium's offline emulation blocks new connections but leaves open websockets alone, and
   // CDP has no command to close one.) The subclass changes nothing else about WebSocket.
@@ -146,6 +147,13 @@ export function assertNoErrors(tabs) {
 
 export async function shot(tab, name) {
   await tab.page.screenshot({ path: path.join(artifacts, `${name}.png`), fullPage: true });
+}
+
+/** Opens a folded section of the site page (`<details data-testid=...>`), as a click on it would. */
+export async function openFold(page, testid) {
+  await page.$eval(`details[data-testid="${testid}"]`, (d) => {
+    d.open = true;
+  });
 }
 
 /** Waits until `selector` matches exactly `count` elements. */

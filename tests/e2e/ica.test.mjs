@@ -22,6 +22,7 @@ import {
   artifacts,
   assertNoErrors,
   launchBrowser,
+  openFold,
   openRoomWithSites,
   shot,
   startRelay,
@@ -159,6 +160,7 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
       const mix = Array.from({ length: D }, (_, v) => [0, 1, 2].map((k) => Math.sin(1 + v * (k + 1))));
       const columns = Array.from({ length: N }, () => [laplace(), laplace(), laplace()]);
       const rows = mix.map((m) => columns.map((s) => (m[0] * s[0] + m[1] * s[1] + m[2] * s[2]) / 20).join(','));
+      await openFold(p, 'fold-ica-data');
       await p.setInputFiles('[data-testid="ica-file-input"]', {
         name: `site${i}.csv`,
         mimeType: 'text/csv',

@@ -29,6 +29,7 @@ import {
   createRoom,
   joinAsSite,
   launchBrowser,
+  openFold,
   openTab,
   shot,
   startRelay,
@@ -294,6 +295,7 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
     assert.equal(await attr(page, '[data-testid="ledger-spent"]', 'data-spent'), spent);
 
     // Typed data is checked as it is read, naming line, column and value.
+    await openFold(page, 'fold-local-data');
     await page.click('[data-testid="source-typed"]');
     await page.fill('#data-typed', '0.2, 0.4\n0.3, 1.5\n');
     await page.click('[data-testid="use-typed"]');

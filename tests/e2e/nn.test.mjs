@@ -22,6 +22,7 @@ import {
   artifacts,
   assertNoErrors,
   launchBrowser,
+  openFold,
   openRoomWithSites,
   shot,
   startRelay,
@@ -99,6 +100,7 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
     const { page } = dashboard;
     const [labA, labB, labC, labD] = sites;
     for (const site of [labA, labB, labC]) {
+      await openFold(site.tab.page, 'fold-nn');
       await site.tab.page.setChecked('[data-testid="allow-nonprivate"]', true);
     }
     const before = await Promise.all(sites.map(ledgerCount));

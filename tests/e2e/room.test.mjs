@@ -137,7 +137,7 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
       await waitForCount(page, '[data-testid="peer"][data-role="dashboard"][data-presence="present"]', 1);
       const others = Object.fromEntries(sites.filter((s) => s !== site).map((s) => [s.id, 'present']));
       assert.deepEqual(await presences(page, '[data-testid="peer"][data-role="site"]'), others);
-      assert.match(await page.textContent('[data-testid="local-data"]'), /Local data/);
+      assert.match(await page.textContent('[data-testid="fold-local-data"]'), /Values for the mean and the regression/);
     }
     await shot(sites[0].tab, '04-site');
     assertNoErrors(tabs);

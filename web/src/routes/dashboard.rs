@@ -1,5 +1,6 @@
-//! The dashboard: the room's code, link and QR code for sites to join, who is here, and the
-//! private-mean study (form, live rounds, results, privacy budgets, what the relay sees).
+//! The dashboard: the room's code, link and QR code for sites to join, who is here, the study
+//! frame (the picker and the picked study's section), the privacy budgets and what the relay
+//! sees; or, toggled in the top bar and kept in the address (`?present`), the presenter view.
 
 use capelab_core::wire::Role;
 use leptos::prelude::*;
@@ -7,16 +8,14 @@ use leptos::prelude::*;
 use crate::components::connection_badge::ConnectionBadge;
 use crate::components::copy_link::CopyLink;
 use crate::components::presence_list::PresenceList;
+use crate::components::present::Presenter;
 use crate::components::qr::QrCode;
 use crate::components::refusals::RelayNotices;
-use crate::components::study::ica_panel::IcaPanel;
-use crate::components::study::mean_panel::MeanPanel;
-use crate::components::study::nn_panel::NnPanel;
+use crate::components::study::frame::StudyFrame;
 use crate::components::study::privacy_panel::PrivacyPanel;
-use crate::components::study::regression_panel::RegressionPanel;
-use crate::components::study::results_panel::ResultsPanel;
+use crate::components::study::registry::STUDIES;
 use crate::components::study::wire_panel::WirePanel;
-use crate::page_url::{join_link, page_is_on_loopback};
+use crate::page_url::{self, join_link, page_is_on_loopback};
 use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
 use crate::transport::{Hello, LinkStatus};
@@ -26,8 +25,15 @@ use crate::transport::{Hello, LinkStatus};
 pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
     let state = RoomState::start(hello);
     let study = DashboardStudy::start(state);
-    // Which study's panel shows: "mean", "regression", "nn" or "ica".
-    let picked = RwSignal::new("mean");
+    // Which study's section shows (a key of the study registry).
+    let picked = RwSignal::new(STUDIES[0].key);
+    // The presenter view, kept in the address (`?present`) so a reload stays in it.
+    let presenting = RwSignal::new(page_url::presenting());
+    let toggle_present = move |_| {
+        let on = !presenting.get_untracked();
+        page_url::show_presenting(on);
+        presenting.set(on);
+    };
     let me = Signal::derive(move || state.me.get().map(|p| p.id));
     // Memos: a reconnect re-announces the same room, which must not rebuild the QR code.
     let room = Memo::new(move |_| state.room.get());
@@ -61,6 +67,15 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
             <ConnectionBadge status=state.status />
             <button
                 type="button"
+                class="button button-quiet present-toggle"
+                data-testid="present-toggle"
+                aria-pressed=move || presenting.get().to_string()
+                on:click=toggle_present
+            >
+                {move || if presenting.get() { "Full dashboard" } else { "Presenter view" }}
+            </button>
+            <button
+                type="button"
                 class="button button-quiet"
                 on:click=move |_| {
                     state.leave();
@@ -71,7 +86,10 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
             </button>
         </header>
         <RelayNotices state />
-        <main class="dashboard">
+        <Show when=move || presenting.get()>
+            <Presenter study state picked room />
+        </Show>
+        <main class="dashboard" class:hidden=move || presenting.get()>
             <section class="card invite">
                 {invite}
                 <Show when=move || room.get().is_none()>
@@ -101,25 +119,7 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
                     empty_text="No sites yet. Open the join link on another device or tab."
                 />
             </section>
-            <section class="card span-all study-picker" data-testid="study-picker">
-                <span class="label">"Study: "</span>
-                {[("mean", "Private mean"), ("regression", "Private regression"), ("nn", "Neural network (CAPE gradient descent)"), ("ica", "Joint ICA (fMRI)")]
-                    .into_iter()
-                    .map(|(key, label)| view! {
-                        <button type="button" data-testid=format!("pick-{key}")
-                            class=move || if picked.get() == key { "button button-small button-on" } else { "button button-small" }
-                            disabled=move || study.view.busy()
-                            on:click=move |_| picked.set(key)>{label}</button>
-                    })
-                    .collect_view()}
-            </section>
-            {move || match picked.get() {
-                "regression" => view! { <RegressionPanel study state /> }.into_any(),
-                "nn" => view! { <NnPanel study state /> }.into_any(),
-                "ica" => view! { <IcaPanel study state /> }.into_any(),
-                _ => view! { <MeanPanel study state /> }.into_any(),
-            }}
-            <ResultsPanel study />
+            <StudyFrame study state picked />
             <PrivacyPanel study state />
             <WirePanel lines=study.view.wire total=study.view.wire_total me />
         </main>

@@ -1,16 +1,19 @@
-//! A site: its connection, its id, the room's other participants, its local data, its part in
-//! the current study and its privacy ledger.
+//! A site: its room and id, its part in the current study (first: on a phone that is what
+//! matters), its privacy ledger, the room's other participants, and folded below, its data and
+//! the settings only some studies need.
 
 use leptos::prelude::*;
 
 use crate::components::connection_badge::ConnectionBadge;
+use crate::components::fold::Fold;
 use crate::components::presence_list::PresenceList;
 use crate::components::refusals::RelayNotices;
-use crate::components::study::ica_site_panel::IcaSitePanel;
+use crate::components::study::ica_site_panel::{IcaSitePanel, OwnDataCard};
 use crate::components::study::ledger_panel::LedgerPanel;
 use crate::components::study::local_data_panel::LocalDataPanel;
-use crate::components::study::nn_site_panel::NnSitePanel;
+use crate::components::study::nn_site_panel::{NnOptIn, NnSitePanel};
 use crate::components::study::site_study_panel::SiteStudyPanel;
+use crate::local_data::DataSource;
 use crate::roster::display_name;
 use crate::session::RoomState;
 use crate::study_driver::site::SiteStudy;
@@ -27,11 +30,36 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
     let me = move || {
         state.me.get().map(|me| {
             view! {
-                <p class="me-name">{display_name(&me)}</p>
-                <p class="label">"Your site id"</p>
-                <p class="me-id" data-testid="my-id">{me.id}</p>
+                <div class="me-who">
+                    <p class="label">"You"</p>
+                    <p class="me-name">{display_name(&me)}</p>
+                </div>
+                <div>
+                    <p class="label">"Site id"</p>
+                    <p class="me-id" data-testid="my-id">{me.id}</p>
+                </div>
             }
         })
+    };
+    // Which studies this tab has seen: their panels come first, and the settings they need open.
+    let mean_seen = move || study.view.study.with(Option::is_some);
+    let iterative_seen =
+        move || study.view.nn.with(Option::is_some) || study.view.ica.with(Option::is_some);
+    let data_hint = move || {
+        study.view.data.with(|d| match d {
+            DataSource::Seeded { seed } => format!("generated from seed {seed}"),
+            DataSource::Table { table, .. } => format!("{} rows loaded", table.rows.len()),
+        })
+    };
+    let ica_hint = move || {
+        if study.view.ica_file.with(Option::is_some) {
+            "your files".to_owned()
+        } else {
+            "generated subjects (default)".to_owned()
+        }
+    };
+    let nn_hint = move || {
+        if study.view.allow_nonprivate.get() { "opted in" } else { "not opted in" }.to_owned()
     };
     view! {
         <header class="topbar">
@@ -51,26 +79,44 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
         </header>
         <RelayNotices state />
         <main class="site">
-            <section class="card">
-                <p class="label">"Room"</p>
-                <p class="code-inline room-small" data-testid="site-room">{room}</p>
+            <section class="card me-card">
+                <div>
+                    <p class="label">"Room"</p>
+                    <p class="code-inline room-small" data-testid="site-room">{room}</p>
+                </div>
                 {me}
                 <Show when=move || state.me.get().is_none()>
                     <p class="muted">{move || if failed() { "Not in the room." } else { "Joining…" }}</p>
                 </Show>
             </section>
-            <section class="card" class:stale=move || !connected()>
+            <Show when=move || mean_seen() || !iterative_seen()>
+                <SiteStudyPanel study />
+            </Show>
+            <NnSitePanel study />
+            <IcaSitePanel study />
+            <LedgerPanel study />
+            <section class="card peers" class:stale=move || !connected()>
                 <h2>"In this room"</h2>
                 <Show when=move || !connected() && state.me.get().is_some()>
                     <p class="muted stale-note">"Last known while connected:"</p>
                 </Show>
                 <PresenceList roster=state.roster item_testid="peer" empty_text="Nobody else yet." />
             </section>
-            <SiteStudyPanel study />
-            <NnSitePanel study />
-            <IcaSitePanel study />
-            <LocalDataPanel study name />
-            <LedgerPanel study />
+            <div class="settings">
+                <h2 class="settings-heading">"Your data and settings"</h2>
+                <Fold title="Values for the mean and the regression" testid="fold-local-data"
+                    hint=Signal::derive(data_hint) open=Signal::derive(mean_seen)>
+                    <LocalDataPanel study name />
+                </Fold>
+                <Fold title="Joint ICA: your own data files" testid="fold-ica-data"
+                    hint=Signal::derive(ica_hint) open=Signal::derive(move || study.view.ica_file.with(Option::is_some))>
+                    <OwnDataCard study />
+                </Fold>
+                <Fold title="Neural network: non-private runs" testid="fold-nn"
+                    hint=Signal::derive(nn_hint) open=Signal::derive(|| false)>
+                    <NnOptIn study />
+                </Fold>
+            </div>
         </main>
     }
 }

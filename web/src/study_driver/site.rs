@@ -17,6 +17,7 @@ signals are refreshed. Budget changes and imports go through [`SiteStudy::set_bu
 */
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use capelab_core::accountant::ledger::{LedgerEntry, Spend};
@@ -28,7 +29,7 @@ use capelab_core::study::StudyId;
 use capelab_core::study::iterative::nn::{NnSite, NnTask};
 use capelab_core::study::iterative::{
     IterBody, IterMessage, IterSitePhase, IterativeSite, SiteSettings, SiteStep, kind as iter_kind,
-    peek_start,
+    ledger_study_name as iter_ledger_study_name, peek_start,
 };
 use capelab_core::study::mean::{
     MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome, SitePhase, StudyParams,
@@ -139,6 +140,9 @@ pub struct SiteView {
     /// Whether this site takes part in non-private NN comparison runs (its exact gradients leave
     /// the tab); off until the user ticks it, read at each study's start.
     pub allow_nonprivate: RwSignal<bool>,
+    /// The computation (`nn`, `capepca`, `capedjica`) of each iterative study this tab saw start,
+    /// by its ledger study name: the ledger's names do not say which study it was.
+    pub study_kinds: RwSignal<BTreeMap<String, String>>,
 }
 
 /// The site tab's study driver: a `Copy` handle, valid while the site view lives (after that
@@ -181,6 +185,7 @@ impl SiteStudy {
             data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
             prepared: RwSignal::new(None),
             allow_nonprivate: RwSignal::new(false),
+            study_kinds: RwSignal::new(BTreeMap::new()),
         };
         let inner = Rc::new(RefCell::new(Inner {
             room,
@@ -224,9 +229,17 @@ impl SiteStudy {
                 self.on_bounds(*from, payload);
             }
             TransportEvent::Message { from, kind: k, payload } if k == iter_kind::START => {
-                match peek_start(payload).map(|(_, computation)| computation) {
-                    Ok(c) if c == NnSite::NAME => self.on_nn_start(*from, payload, event),
-                    Ok(c) => self.on_ica_start(*from, c, payload),
+                match peek_start(payload) {
+                    Ok((id, c)) => {
+                        self.view.study_kinds.update(|k| {
+                            k.insert(iter_ledger_study_name(id), c.clone());
+                        });
+                        if c == NnSite::NAME {
+                            self.on_nn_start(*from, payload, event);
+                        } else {
+                            self.on_ica_start(*from, c, payload);
+                        }
+                    }
                     Err(e) => web_sys::console::warn_1(
                         &format!("capelab: unreadable study start from {from}: {e}").into(),
                     ),

@@ -7,12 +7,14 @@ core simulates; the components render what they return.
 - [`masked`]: the masked SecureAgg vectors as bits, with uniformity statistics.
 - [`privacy`]: ε spent per site round by round, the accountings compared, Fig. 5.
 - [`export`]: a round as JSON and CSV.
+- [`ledger_groups`]: a site's ledger by study (name, ε before → after, its releases).
 - [`compare`]: the session's NN runs and regression rounds side by side.
 */
 
 pub mod compare;
 pub mod export;
 pub mod ica;
+pub mod ledger_groups;
 pub mod masked;
 pub mod nn;
 pub mod privacy;

@@ -18,15 +18,33 @@ use crate::components::charts::line::{LineChartSpec, Marker, Series};
 use crate::components::charts::scale::{Scale, format_value};
 use crate::components::charts::svg::PALETTE;
 use crate::ledger_report::LedgerReport;
-use crate::study_driver::dashboard::FinishedRound;
 
-/// ε spent by every reporting site before round 1 and after each round this dashboard ran.
+/// The ledger study names of `studies` that some site has released in, ordered by their first
+/// release in the reports (the dashboard runs one study at a time, so this is the order it ran
+/// them in, whatever their kind).
+pub fn in_release_order(
+    studies: &[String],
+    reports: &BTreeMap<ParticipantId, LedgerReport>,
+) -> Vec<String> {
+    let mut first: BTreeMap<&str, u64> = BTreeMap::new();
+    for release in reports.values().flat_map(|r| &r.releases) {
+        if studies.contains(&release.study) {
+            let t = first.entry(release.study.as_str()).or_insert(release.time_ms);
+            *t = (*t).min(release.time_ms);
+        }
+    }
+    let mut ordered: Vec<(&str, u64)> = first.into_iter().collect();
+    ordered.sort_by_key(|&(study, t)| (t, study));
+    ordered.into_iter().map(|(study, _)| study.to_owned()).collect()
+}
+
+/// ε spent by every reporting site before the first of `studies` (ledger study names of the
+/// studies this dashboard ran, of any kind) and after each, in the order they ran.
 pub fn spend_chart(
-    rounds: &[FinishedRound],
+    studies: &[String],
     reports: &BTreeMap<ParticipantId, LedgerReport>,
 ) -> LineChartSpec {
-    let studies: Vec<String> =
-        rounds.iter().map(|r| r.outcome.params.query.ledger_study_name(r.outcome.study)).collect();
+    let studies = in_release_order(studies, reports);
     let series: Vec<Series> = reports
         .iter()
         .enumerate()
@@ -47,11 +65,11 @@ pub fn spend_chart(
             dots: true,
         })
         .collect();
-    let x = Scale::Linear { min: 0.0, max: (rounds.len().max(1)) as f64 };
+    let x = Scale::Linear { min: 0.0, max: (studies.len().max(1)) as f64 };
     let y = Scale::linear_fit(series.iter().flat_map(|s| s.points.iter().map(|p| p.1)), &[0.0]);
     LineChartSpec {
-        title: "ε spent per site, round by round".into(),
-        x_label: "round (0 = before this dashboard's first round)".into(),
+        title: "ε spent per site, study by study".into(),
+        x_label: "studies this dashboard ran, in order (0 = before the first)".into(),
         y_label: "ε spent (at the site's budget δ)".into(),
         x,
         y,
@@ -246,12 +264,35 @@ mod tests {
         ledger.try_spend(release("earlier", 1)).unwrap();
         ledger.try_spend(release(&study, 2)).unwrap();
         let reports = BTreeMap::from([(2, LedgerReport::of(&ledger))]);
-        let chart = spend_chart(&[round], &reports);
+        let chart = spend_chart(&[study.clone(), "iterative/ab".into()], &reports);
         let points = &chart.series[0].points;
         assert_eq!(points.len(), 2);
         assert_eq!(points[0], (0.0, ledger.entries()[0].epsilon_after));
         assert_eq!(points[1], (1.0, ledger.spent()));
         assert!(chart.series[0].name.starts_with("Clinic 0 (#2"));
+    }
+
+    #[test]
+    fn studies_of_every_kind_count_in_the_order_they_released() {
+        use capelab_core::accountant::{Budget, Event, Ledger, Release};
+        let mut ledger = Ledger::new("Clinic 0", Budget::new(100.0, 1e-5).unwrap()).unwrap();
+        let release = |s: &str, t| Release {
+            study: s.into(),
+            event: Event::gaussian("x", 8.0, 1).unwrap(),
+            time_ms: t,
+        };
+        ledger.try_spend(release("iterative/bb", 5)).unwrap();
+        ledger.try_spend(release("iterative/bb", 6)).unwrap();
+        ledger.try_spend(release("mean aa", 9)).unwrap();
+        let reports = BTreeMap::from([(2, LedgerReport::of(&ledger))]);
+        let studies = ["mean aa".to_owned(), "iterative/bb".to_owned(), "mean none".to_owned()];
+        assert_eq!(in_release_order(&studies, &reports), ["iterative/bb", "mean aa"]);
+        let chart = spend_chart(&studies, &reports);
+        let points = &chart.series[0].points;
+        assert_eq!(points.len(), 3, "before, after the iterative study, after the mean");
+        assert_eq!(points[1], (1.0, ledger.entries()[1].epsilon_after));
+        assert_eq!(points[2], (2.0, ledger.spent()));
+        assert_eq!(chart.x, Scale::Linear { min: 0.0, max: 2.0 });
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::scale::Scale;
+use super::scale::{Scale, format_value};
 use super::svg::{self, INK, MUTED, Plot, Swatch};
 
 /// One line.
@@ -39,8 +39,12 @@ pub struct LineChartSpec {
 
 const PLOT_HEIGHT: f64 = 300.0;
 
-/// The chart as a self-contained SVG element with id `id`.
+/// The chart as a self-contained SVG element with id `id`; or, while no line has two points to
+/// join, a sentence saying what there is (an axis with one dot says nothing).
 pub fn render(spec: &LineChartSpec, id: &str) -> String {
+    if !drawable(spec) {
+        return too_few_points(spec, id);
+    }
     let plot = Plot { left: 92.0, top: 52.0, width: svg::WIDTH - 92.0 - 28.0, height: PLOT_HEIGHT };
     let legend_top = plot.bottom() + 78.0;
     let legend_height = svg::legend_height(spec.series.iter().map(|s| s.name.as_str()));
@@ -134,6 +138,40 @@ fn path_of(plot: &Plot, spec: &LineChartSpec, points: &[(f64, f64)]) -> String {
     path.trim_end().to_owned()
 }
 
+/// Whether some line has at least two points its scales can show.
+fn drawable(spec: &LineChartSpec) -> bool {
+    spec.series.iter().any(|s| s.points.iter().filter(|&&(x, y)| shows(spec, x, y)).count() >= 2)
+}
+
+fn shows(spec: &LineChartSpec, x: f64, y: f64) -> bool {
+    let ok =
+        |scale: &Scale, v: f64| v.is_finite() && (!matches!(scale, Scale::Log { .. }) || v > 0.0);
+    ok(&spec.x, x) && ok(&spec.y, y)
+}
+
+/// The sentence shown instead of a chart with fewer than two points per line.
+fn too_few_points(spec: &LineChartSpec, id: &str) -> String {
+    let single: Vec<String> = spec
+        .series
+        .iter()
+        .filter_map(|s| {
+            let &(x, y) = s.points.iter().find(|&&(x, y)| shows(spec, x, y))?;
+            Some(format!("{} {} at {} {}", s.name, format_value(y), spec.x_label, format_value(x)))
+        })
+        .collect();
+    let what = match single.len() {
+        0 => "nothing to draw yet".to_owned(),
+        n if n <= 4 => format!("one point so far ({})", single.join("; ")),
+        n => format!("one point per line so far ({}; and {} more)", single[..3].join("; "), n - 3),
+    };
+    format!(
+        r#"<p class="chart-empty" id="{id}" data-empty="true"><strong>{t}</strong>: {w}. The chart appears once a line has two points.</p>"#,
+        id = svg::escape(id),
+        t = svg::escape(&spec.title),
+        w = svg::escape(&what),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +208,16 @@ mod tests {
         assert!(out.contains(">δ_cape</text>") && out.contains(">z = 2</text>"));
         assert!(out.contains(">a caveat</text>"));
         assert!(out.contains(r##"clip-path="url(#chart-clip)""##));
+    }
+
+    #[test]
+    fn below_two_points_a_sentence_says_what_there_is() {
+        let one = render(&spec(vec![(1.0, 1e-2)]), "chart");
+        assert!(one.starts_with("<p class=\"chart-empty\""), "{one}");
+        assert!(one.contains("one point so far (δ_cape 0.0100 at x 1"), "{one}");
+        assert!(!one.contains("<svg"));
+        let none = render(&spec(vec![(1.0, 0.0)]), "chart");
+        assert!(none.contains("nothing to draw yet"), "a point the log axis cannot show: {none}");
+        assert!(render(&spec(vec![(0.0, 1e-2), (1.0, 1e-3)]), "chart").starts_with("<svg"));
     }
 }

@@ -50,11 +50,14 @@ pub fn Chart(
     view! {
         <figure class="chart" data-testid=testid>
             <div class="chart-svg" inner_html=move || markup.get()></div>
-            <figcaption class="chart-tools">
-                <button type="button" class="button button-small" on:click=svg_download>"SVG"</button>
-                <button type="button" class="button button-small" on:click=png_download>"PNG"</button>
-                {move || error.get().map(|e| view! { <span class="form-error">{e}</span> })}
-            </figcaption>
+            // A chart with too few points is a sentence (`line::render`): nothing to download.
+            <Show when=move || markup.with(|m| m.starts_with("<svg"))>
+                <figcaption class="chart-tools">
+                    <button type="button" class="button button-small" on:click=svg_download.clone()>"SVG"</button>
+                    <button type="button" class="button button-small" on:click=png_download.clone()>"PNG"</button>
+                    {move || error.get().map(|e| view! { <span class="form-error">{e}</span> })}
+                </figcaption>
+            </Show>
         </figure>
     }
 }

@@ -226,7 +226,7 @@ fn IcaLiveView(live: IcaLive, study: DashboardStudy, tighten: Callback<()>) -> i
         }
     });
     view! {
-        <div class="live-study" data-testid="ica-live" data-stage=live.stage.clone() data-finished=finished.to_string()>
+        <div class="live-study study-focus" data-testid="ica-live" data-stage=live.stage.clone() data-finished=finished.to_string()>
             <h3>{format!("Study {} · {} · {}", live.number, live.stage, mode_text(live.form.mode))}</h3>
             <p class="live-phase" data-testid="ica-phase">{live.phase.clone()}</p>
             <div data-testid="ica-progress" data-done=done data-total=total>

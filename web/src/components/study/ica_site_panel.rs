@@ -19,10 +19,7 @@ use crate::worker::view::{IcaSiteView, step_title};
 
 #[component]
 pub fn IcaSitePanel(study: SiteStudy) -> impl IntoView {
-    view! {
-        {move || study.view.ica.get().map(|view| view! { <IcaSiteStep view /> })}
-        <OwnDataCard study />
-    }
+    move || study.view.ica.get().map(|view| view! { <IcaSiteStep view /> })
 }
 
 #[component]
@@ -137,7 +134,7 @@ fn IcaSiteStep(view: IcaSiteView) -> impl IntoView {
 /// Load the site's own data instead of generated subjects: a D×N matrix (CSV or .npy), or one
 /// NIfTI image per subject with a brain mask. Checked here, used in the worker, never sent.
 #[component]
-fn OwnDataCard(study: SiteStudy) -> impl IntoView {
+pub fn OwnDataCard(study: SiteStudy) -> impl IntoView {
     let timepoints = RwSignal::new("250".to_owned());
     let scale = RwSignal::new("1".to_owned());
     let error = RwSignal::new(None::<String>);
@@ -178,8 +175,7 @@ fn OwnDataCard(study: SiteStudy) -> impl IntoView {
         });
     };
     view! {
-        <section class="card" data-testid="ica-own-data">
-            <h2>"Joint ICA data"</h2>
+        <div data-testid="ica-own-data">
             {move || match study.view.ica_file.get() {
                 Some(own) => view! {
                     <p class="muted" data-testid="ica-own-file">{format!("Using {} instead of generated subjects.", own.describe())}</p>
@@ -203,7 +199,7 @@ fn OwnDataCard(study: SiteStudy) -> impl IntoView {
             </div>
             <button type="button" class="button button-small" data-testid="ica-load-file" on:click=load>"Use these files"</button>
             {move || error.get().map(|e| view! { <p class="callout callout-error" data-testid="ica-file-error">{e}</p> })}
-        </section>
+        </div>
     }
 }
 

@@ -1,6 +1,7 @@
-//! A site's privacy ledger: its budget (ε at δ), what it has spent, every release, and export and
-//! import. The ledger is the core's `accountant::Ledger`; this panel only shows it and forwards
-//! the user's changes to the site driver, which refuses bad ones with the ledger's own message.
+//! A site's privacy ledger: its budget (ε at δ), what it has spent, its studies (one row each,
+//! opening to their releases), and export and import. The ledger is the core's
+//! `accountant::Ledger`; this panel only shows it and forwards the user's changes to the site
+//! driver, which refuses bad ones with the ledger's own message.
 
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
@@ -8,6 +9,7 @@ use wasm_bindgen::JsCast;
 use crate::components::charts::scale::format_value;
 use crate::download;
 use crate::study_driver::site::SiteStudy;
+use crate::study_view::ledger_groups::{StudyGroup, by_study};
 
 #[component]
 pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
@@ -60,17 +62,8 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
     let body = move || {
         ledger.get().map(|l| {
             let share = (l.spent / l.budget.epsilon).clamp(0.0, 1.0);
-            let entries = l.entries.iter().rev().map(|e| {
-                let study = e.study.split(' ').nth(1).map(|hex| hex.chars().take(8).collect::<String>()).unwrap_or_else(|| e.study.clone());
-                view! {
-                    <tr>
-                        <td class="mono">{study}</td>
-                        <td>{e.event.label().to_owned()}</td>
-                        <td>{format_value(e.event.collusion_factor())}</td>
-                        <td>{format_value(e.epsilon_after)} <span class="muted">{e.bound.to_string()}</span></td>
-                    </tr>
-                }
-            }).collect_view();
+            let groups = study.view.study_kinds.with(|k| by_study(&l.entries, k));
+            let rows = groups.into_iter().rev().map(|g| view! { <StudyRow group=g /> }).collect_view();
             view! {
                 <p class="ledger-total">
                     <span class="big" data-testid="ledger-spent" data-spent=l.spent>{format_value(l.spent)}</span>
@@ -95,10 +88,8 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
                     "ledgers; tabs with the same name share this one."
                 </p>
                 {(!l.entries.is_empty()).then(|| view! {
-                    <table class="numbers ledger-table">
-                        <tr><th>"study"</th><th>"release"</th><th>"c_S"</th><th>"ε after (by)"</th></tr>
-                        {entries}
-                    </table>
+                    <h3>"By study (newest first)"</h3>
+                    <ul class="ledger-studies" data-testid="ledger-studies">{rows}</ul>
                 })}
             }
         })
@@ -125,5 +116,45 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
                 </label>
             </div>
         </section>
+    }
+}
+
+/// One study of the ledger: its name, ε before → after and the bound charged; opens to its
+/// releases.
+#[component]
+fn StudyRow(group: StudyGroup) -> impl IntoView {
+    let releases = group
+        .releases
+        .iter()
+        .rev()
+        .map(|r| {
+            view! {
+                <tr>
+                    <td>{r.label.clone()}</td>
+                    <td class="num">{format_value(r.collusion_factor)}</td>
+                    <td class="num">{format_value(r.epsilon_after)} " " <span class="muted">{r.bound.clone()}</span></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <li data-testid="ledger-study" data-study=group.key.clone() data-releases=group.releases.len()>
+            <details class="ledger-study">
+                <summary>
+                    <span class="ledger-study-name">{group.name.clone()}</span>
+                    <span class="muted">" · " {group.size.clone()}</span>
+                    <span class="ledger-study-spend">
+                        "ε " {format_value(group.epsilon_before)} " → " <strong>{format_value(group.epsilon_after)}</strong>
+                        " " <span class="muted">"(" {group.bound.clone()} ")"</span>
+                    </span>
+                </summary>
+                <div class="table-scroll">
+                    <table class="numbers ledger-table">
+                        <tr><th>"release"</th><th class="num">"c_S"</th><th class="num">"ε after (by)"</th></tr>
+                        {releases}
+                    </table>
+                </div>
+            </details>
+        </li>
     }
 }

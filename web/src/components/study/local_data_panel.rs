@@ -149,8 +149,7 @@ pub fn LocalDataPanel(
         }
     };
     view! {
-        <section class="card local-data" data-testid="local-data">
-            <h2>"Local data"</h2>
+        <div class="local-data" data-testid="local-data">
             <p class="muted">
                 "Values in [0, 1], one row per line (several columns for d > 1). A study uses N_s "
                 "rows of d values: a seed makes exactly that many; typed or loaded values must match."
@@ -197,6 +196,6 @@ pub fn LocalDataPanel(
                 }.into_any(),
             })}
             {summary}
-        </section>
+        </div>
     }
 }

@@ -105,7 +105,7 @@ pub fn LiveStudyView(live: LiveStudy, study: DashboardStudy) -> impl IntoView {
         .collect();
     let held = live.held;
     view! {
-        <div class="live" data-testid="live-study" data-study=live.study.to_string()>
+        <div class="live study-focus" data-testid="live-study" data-study=live.study.to_string()>
             <div class="live-head">
                 <h3>"Round " {live.number} <span class="muted">" · study " {live.study.to_string()}</span></h3>
                 <button type="button" class="button button-quiet-dark" data-testid="stop-study" on:click=move |_| study.stop()>
@@ -162,7 +162,7 @@ fn StepTimeline(live: LiveStudy) -> impl IntoView {
     view! { <ol class="step-timeline">{steps.collect_view()}</ol> }
 }
 
-fn phase_sentence(live: &LiveStudy) -> String {
+pub fn phase_sentence(live: &LiveStudy) -> String {
     match live.phase {
         AggregatorPhase::Inviting => format!(
             "Invitation sent: {} of {} sites have accepted so far.",

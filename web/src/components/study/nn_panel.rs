@@ -121,7 +121,7 @@ fn NnComparison(runs: Vec<NnFinished>) -> impl IntoView {
 fn NnLiveView(live: NnLive, study: DashboardStudy) -> impl IntoView {
     let total = live.params.max_iterations;
     view! {
-        <div class="live-study" data-testid="nn-live">
+        <div class="live-study study-focus" data-testid="nn-live">
             <p class="live-phase" data-testid="nn-phase">{live.phase.clone()}</p>
             <TrainingView records=live.records.clone() total chance=live.chance delta=live.params.delta stem=format!("capelab-nn-live-{}", live.number) id_suffix="live".to_owned() />
             {(!live.refusals.is_empty()).then(|| view! {
@@ -184,7 +184,7 @@ fn NnRoundView(round: NnFinished) -> impl IntoView {
     let completed = matches!(o.stop, capelab_core::study::iterative::StopReason::Completed { .. });
     let epsilon = o.privacy.as_ref().map_or(f64::NAN, |p| p.epsilon);
     view! {
-        <div class="round-result" data-testid="nn-result" data-round=round.number data-completed=completed.to_string() data-iterations=o.iterations>
+        <div class="round-result study-focus" data-testid="nn-result" data-round=round.number data-completed=completed.to_string() data-iterations=o.iterations>
             <h3>{format!("Training {} · {} · {} sites", round.number, o.params.mode.name(), o.contributors.len())}</h3>
             <p class=if completed { "callout callout-ok" } else { "callout callout-warn" } data-testid="nn-stop">{stop}</p>
             {declined.into_iter().map(|d| view! { <p class="callout callout-warn" data-testid="nn-declined">{d}</p> }).collect_view()}

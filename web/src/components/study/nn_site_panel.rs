@@ -7,15 +7,6 @@ use crate::study_driver::site::SiteStudy;
 
 #[component]
 pub fn NnSitePanel(study: SiteStudy) -> impl IntoView {
-    let allow = study.view.allow_nonprivate;
-    // The opt-in is read when a study starts (core `SiteSettings::allow_nonprivate`): a site that
-    // has not ticked it declines a non-private run, and the dashboard shows why.
-    let opt_in = view! {
-        <label class="check" data-testid="nn-nonprivate-opt-in">
-            <input type="checkbox" data-testid="allow-nonprivate" bind:checked=allow />
-            "take part in non-private comparison runs: my exact gradients leave this tab"
-        </label>
-    };
     let status = move || {
         study.view.nn.get().map(|nn| {
             let end = nn.end.clone().map(|e| view! { <p class="callout" data-testid="nn-site-end">{e}</p> });
@@ -36,11 +27,28 @@ pub fn NnSitePanel(study: SiteStudy) -> impl IntoView {
             }
         })
     };
+    move || {
+        study.view.nn.with(Option::is_some).then(|| {
+            view! {
+                <section class="card site-study" data-testid="nn-site-panel">
+                    <h2>"This site in the NN training"</h2>
+                    {status}
+                </section>
+            }
+        })
+    }
+}
+
+/// The opt-in to non-private comparison runs (a setting, shown folded on the site page).
+#[component]
+pub fn NnOptIn(study: SiteStudy) -> impl IntoView {
+    let allow = study.view.allow_nonprivate;
+    // The opt-in is read when a study starts (core `SiteSettings::allow_nonprivate`): a site that
+    // has not ticked it declines a non-private run, and the dashboard shows why.
     view! {
-        <section class="card site-study" data-testid="nn-site-panel">
-            <h2>"This site in the NN training"</h2>
-            {opt_in}
-            {status}
-        </section>
+        <label class="check" data-testid="nn-nonprivate-opt-in">
+            <input type="checkbox" data-testid="allow-nonprivate" bind:checked=allow />
+            "take part in non-private comparison runs: my exact gradients leave this tab"
+        </label>
     }
 }

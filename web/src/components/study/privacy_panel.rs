@@ -1,7 +1,8 @@
-//! The dashboard's privacy panel: every site's budget (from its ledger reports), ε spent round by
-//! round, one run under every accountant (RDP, PLD, basic, strong; both views), and seed 000
+//! The dashboard's privacy panel: every site's budget (from its ledger reports), ε spent study by
+//! study, one run under every accountant (RDP, PLD, basic, strong; both views), and seed 000
 //! Fig. 5 for the room's S.
 
+use capelab_core::study::iterative::ledger_study_name as iter_ledger_study_name;
 use capelab_core::study::mean::collusion_factor;
 use capelab_core::wire::Role;
 use leptos::prelude::*;
@@ -46,10 +47,25 @@ pub fn PrivacyPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 .collect_view()
         })
     };
+    // Every study this dashboard ran, of any kind, by its ledger study name.
+    let studies = move || {
+        let mut names: Vec<String> = view.rounds.with(|rs| {
+            rs.iter().map(|r| r.outcome.params.query.ledger_study_name(r.outcome.study)).collect()
+        });
+        view.nn_rounds.with(|rs| {
+            names.extend(rs.iter().map(|r| iter_ledger_study_name(r.outcome.study)));
+        });
+        view.ica.with(|ica| {
+            if let Some(ica) = ica {
+                names.extend(ica.pca.iter().map(|o| iter_ledger_study_name(o.study)));
+                names.extend(ica.djica.iter().map(|o| iter_ledger_study_name(o.study)));
+            }
+        });
+        names
+    };
     let spend = Memo::new(move |_| {
-        view.rounds.with(|rounds| {
-            view.reports.with(|reports| line::render(&spend_chart(rounds, reports), "chart-spend"))
-        })
+        let studies = studies();
+        view.reports.with(|reports| line::render(&spend_chart(&studies, reports), "chart-spend"))
     });
     // The run the latest study implies: its z and δ, c_S of its |U| (or of the room's S before any).
     let latest = Memo::new(move |_| {
@@ -122,7 +138,7 @@ pub fn PrivacyPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 </table>
             </Show>
             <div class="chart-grid">
-                <Chart markup=spend id="chart-spend".into() file_stem="capelab-epsilon-per-round".into() testid="chart-spend" />
+                <Chart markup=spend id="chart-spend".into() file_stem="capelab-epsilon-per-study".into() testid="chart-spend" />
                 <Show when=move || latest.with(Option::is_some)>
                     <Chart markup=comparison id="chart-comparison".into() file_stem="capelab-accountings".into() testid="chart-comparison" />
                 </Show>

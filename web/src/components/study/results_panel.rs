@@ -19,19 +19,26 @@ use crate::study_view::masked::shown_attempt;
 use crate::study_view::results::{dropout_sentence, gain, messages_chart, phase_token};
 use crate::study_view::{export, masked};
 
-/// The latest round (earlier rounds can be picked from the list).
+/// The latest round of one study (earlier rounds can be picked from the list).
 #[component]
-pub fn ResultsPanel(study: DashboardStudy) -> impl IntoView {
+pub fn ResultsPanel(
+    study: DashboardStudy,
+    /// Which of the two studies on the round machinery: the regression's rounds or the mean's.
+    regression: bool,
+) -> impl IntoView {
     let rounds = study.view.rounds;
+    let mine = move |r: &FinishedRound| {
+        matches!(r.outcome.params.query, Query::Regression(_)) == regression
+    };
     let picked = RwSignal::new(None::<usize>);
     let shown = Memo::new(move |_| {
         rounds.with(|rs| match picked.get() {
             Some(n) => rs.iter().find(|r| r.number == n).cloned(),
-            None => rs.last().cloned(),
+            None => rs.iter().rev().find(|r| mine(r)).cloned(),
         })
     });
     let picker = move || {
-        let rs = rounds.get();
+        let rs: Vec<FinishedRound> = rounds.get().into_iter().filter(|r| mine(r)).collect();
         (rs.len() > 1).then(|| {
             let current = shown.with(|r| r.as_ref().map(|r| r.number));
             view! {
@@ -48,7 +55,7 @@ pub fn ResultsPanel(study: DashboardStudy) -> impl IntoView {
     };
     view! {
         <Show when=move || shown.with(Option::is_some)>
-            <section class="card span-all results" data-testid="results">
+            <section class="card span-all results study-focus" data-testid="results">
                 <div class="results-head">
                     <h2>"Results"</h2>
                     {picker}

@@ -1,0 +1,116 @@
+//! The dashboard's studies, one entry each. The frame (`frame.rs`: the picker, one section per
+//! study, the result scrolled into view and announced) and the presenter view work from this
+//! list alone, so a new study is its panel component plus one entry here.
+
+use capelab_core::study::mean::Query;
+use leptos::prelude::*;
+
+use super::centrepiece::{IcaCentre, MeanCentre, NnCentre, RegressionCentre};
+use super::ica_panel::IcaPanel;
+use super::mean_panel::{MeanPanel, phase_sentence};
+use super::nn_panel::NnPanel;
+use super::regression_panel::RegressionPanel;
+use super::results_panel::ResultsPanel;
+use crate::session::RoomState;
+use crate::study_driver::dashboard::DashboardStudy;
+
+/// Where a study is in this tab: never run, running, or finished (with a sentence to announce).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stage {
+    Idle,
+    Running(String),
+    Done(String),
+}
+
+impl Stage {
+    pub fn has_run(&self) -> bool {
+        !matches!(self, Stage::Idle)
+    }
+}
+
+/// One study the dashboard offers.
+pub struct StudyEntry {
+    /// Its key in the picker (`data-testid="pick-{key}"`).
+    pub key: &'static str,
+    pub label: &'static str,
+    /// Its section on the dashboard: the form, the live view and the results. Elements with the
+    /// class `study-focus` are what the frame scrolls to when a run starts or ends.
+    pub panel: fn(DashboardStudy, RoomState) -> AnyView,
+    /// What the presenter view shows large during and after a run, with its progress.
+    pub centrepiece: fn(DashboardStudy) -> AnyView,
+    /// Where it is (read reactively).
+    pub stage: fn(DashboardStudy) -> Stage,
+}
+
+pub static STUDIES: [StudyEntry; 4] = [
+    StudyEntry {
+        key: "mean",
+        label: "Private mean",
+        panel: |study, state| {
+            view! { <MeanPanel study state /> <ResultsPanel study regression=false /> }.into_any()
+        },
+        centrepiece: |study| view! { <MeanCentre study /> }.into_any(),
+        stage: |study| round_stage(study, false),
+    },
+    StudyEntry {
+        key: "regression",
+        label: "Private regression",
+        panel: |study, state| {
+            view! { <RegressionPanel study state /> <ResultsPanel study regression=true /> }
+                .into_any()
+        },
+        centrepiece: |study| view! { <RegressionCentre study /> }.into_any(),
+        stage: |study| round_stage(study, true),
+    },
+    StudyEntry {
+        key: "nn",
+        label: "Neural network (CAPE gradient descent)",
+        panel: |study, state| view! { <NnPanel study state /> }.into_any(),
+        centrepiece: |study| view! { <NnCentre study /> }.into_any(),
+        stage: |study| {
+            if let Some(live) = study.view.nn_live.get() {
+                return Stage::Running(format!("Training {} is running.", live.number));
+            }
+            study.view.nn_rounds.with(|r| {
+                r.last().map_or(Stage::Idle, |r| {
+                    Stage::Done(format!("Training {} has finished.", r.number))
+                })
+            })
+        },
+    },
+    StudyEntry {
+        key: "ica",
+        label: "Joint ICA (fMRI)",
+        panel: |study, state| view! { <IcaPanel study state /> }.into_any(),
+        centrepiece: |study| view! { <IcaCentre study /> }.into_any(),
+        stage: |study| {
+            study.view.ica.with(|i| match i {
+                None => Stage::Idle,
+                Some(i) if i.finished => {
+                    Stage::Done(format!("Joint ICA study {} has finished.", i.number))
+                }
+                Some(i) => Stage::Running(format!("Joint ICA study {} is running.", i.number)),
+            })
+        },
+    },
+];
+
+/// The entry with `key` (the first one for an unknown key).
+pub fn entry(key: &str) -> &'static StudyEntry {
+    STUDIES.iter().find(|e| e.key == key).unwrap_or(&STUDIES[0])
+}
+
+/// The private mean and the regression share the round machinery: a running round of the
+/// matching query, else the latest finished one.
+fn round_stage(study: DashboardStudy, regression: bool) -> Stage {
+    let matches = |q: &Query| matches!(q, Query::Regression(_)) == regression;
+    if let Some(live) = study.view.live.get().filter(|l| matches(&l.params.query)) {
+        return Stage::Running(phase_sentence(&live));
+    }
+    study.view.rounds.with(|rounds| {
+        rounds.iter().rev().find(|r| matches(&r.outcome.params.query)).map_or(Stage::Idle, |r| {
+            let how = if r.outcome.estimates().is_some() { "has a result" } else { "ended" };
+            Stage::Done(format!("Round {} {how}.", r.number))
+        })
+    })
+}
