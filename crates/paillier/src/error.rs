@@ -14,6 +14,9 @@ pub enum PaillierError {
     /// An even modulus cannot be a product of two odd primes.
     #[error("modulus is even: a Paillier modulus is the product of two odd primes")]
     EvenModulus,
+    /// Primes given for a key (an interoperability test's) that do not make one.
+    #[error("these primes do not make a Paillier key: {0}")]
+    BadPrimes(&'static str),
     /// A modulus that does not parse as a decimal number.
     #[error("modulus is not a decimal number: {0}")]
     ModulusNotDecimal(String),

@@ -142,11 +142,11 @@ impl Keypair {
         let minus_q = p.wrapping_sub(q.rem_vartime(&p_nz));
         let minus_p = q.wrapping_sub(p.rem_vartime(&q_nz));
         let h_p = Option::from(minus_q.invert_mod(&p_nz))
-            .ok_or(PaillierError::Packing("p and q are not coprime".into()))?;
+            .ok_or(PaillierError::BadPrimes("p and q are not coprime"))?;
         let h_q = Option::from(minus_p.invert_mod(&q_nz))
-            .ok_or(PaillierError::Packing("p and q are not coprime".into()))?;
+            .ok_or(PaillierError::BadPrimes("p and q are not coprime"))?;
         let q_inv = Option::from(q.rem_vartime(&p_nz).invert_mod(&p_nz))
-            .ok_or(PaillierError::Packing("p and q are not coprime".into()))?;
+            .ok_or(PaillierError::BadPrimes("p and q are not coprime"))?;
         Ok(Keypair {
             secret: SecretKey {
                 public: public.clone(),

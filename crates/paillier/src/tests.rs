@@ -83,6 +83,9 @@ fn key_sizes_are_checked() {
     let k = demo_key(12);
     let again = PublicKey::from_modulus_decimal(&k.public.modulus_decimal()).unwrap();
     assert_eq!(again, k.public);
+    // A key from one prime twice (n = p²) is refused by name.
+    let (p, _) = k.primes_decimal();
+    assert!(matches!(Keypair::from_primes_decimal(&p, &p), Err(PaillierError::BadPrimes(_))));
 }
 
 #[test]
