@@ -8,6 +8,7 @@
 // Waits are for selectors and page conditions, never for fixed times.
 
 import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -85,6 +86,24 @@ export async function stopRelay(relay) {
 
 export function launchBrowser() {
   return chromium.launch({ executablePath: chromiumPath, args: CHROMIUM_ARGS });
+}
+
+/**
+ * What every suite's `before` does: the artifacts folder, a relay on a free port and a browser.
+ * Use as `before(async () => ({ relay, base, browser } = await startRelayAndBrowser()));`.
+ */
+export async function startRelayAndBrowser() {
+  mkdirSync(artifacts, { recursive: true });
+  const relay = startRelay();
+  const base = await relay.url;
+  const browser = await launchBrowser();
+  return { relay, base, browser };
+}
+
+/** What every suite's `after` does: close the browser (whatever state it is in), stop the relay. */
+export async function stopRelayAndBrowser({ relay, browser }) {
+  await browser?.close().catch(() => {});
+  await stopRelay(relay);
 }
 
 /**

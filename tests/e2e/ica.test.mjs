@@ -13,20 +13,18 @@
 //   added, and its ledger holds 1 + J releases (capePCA and every capeDJICA iteration);
 // - the tabs stayed free of errors.
 
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  STEP_TIMEOUT_MS,
-  artifacts,
   assertNoErrors,
-  launchBrowser,
   openFold,
   openRoomWithSites,
   shot,
-  startRelay,
-  stopRelay,
+  startRelayAndBrowser,
+  STEP_TIMEOUT_MS,
+  stopRelayAndBrowser,
 } from './helpers.mjs';
 
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
@@ -47,16 +45,10 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
   let sites;
 
   before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    relay = startRelay();
-    browser = await launchBrowser();
+    ({ relay, browser } = await startRelayAndBrowser());
     ({ dashboard, tabs, sites } = await openRoomWithSites(browser, await relay.url, SITE_NAMES));
   });
-
-  after(async () => {
-    await browser?.close().catch(() => {});
-    await stopRelay(relay);
-  });
+  after(() => stopRelayAndBrowser({ relay, browser }));
 
   it('runs capePCA then capeDJICA: maps render, q_NGI reported, ledgers record every release', async () => {
     // Each site's budget covers this small study (a fresh ledger's ε = 10 does not: the

@@ -16,24 +16,22 @@
 // - an over-budget site declines before sending anything, and the dashboard shows why;
 // - ledgers survive a reload, a bad import is refused with the ledger untouched, results export.
 
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  STEP_TIMEOUT_MS,
-  artifacts,
   assertNoErrors,
   closeTab,
   connectedState,
   createRoom,
   joinAsSite,
-  launchBrowser,
   openFold,
   openTab,
   shot,
-  startRelay,
-  stopRelay,
+  startRelayAndBrowser,
+  STEP_TIMEOUT_MS,
+  stopRelayAndBrowser,
   waitForCount,
 } from './helpers.mjs';
 
@@ -92,17 +90,8 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
   const sites = []; // { tab, id, name }
   let gone; // the site whose tab is closed mid-round
 
-  before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    relay = startRelay();
-    base = await relay.url;
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close().catch(() => {});
-    await stopRelay(relay);
-  });
+  before(async () => ({ relay, base, browser } = await startRelayAndBrowser()));
+  after(() => stopRelayAndBrowser({ relay, browser }));
 
   it('a dashboard and five sites meet in a room; each site has a ledger', async () => {
     dashboard = await openTab(browser, 'dashboard', { width: 1400, height: 1000 });

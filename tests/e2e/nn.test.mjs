@@ -13,20 +13,17 @@
 // A site leaving mid-training (ZeroSumBroken naming it) is covered by the web unit tests on the
 // simulated study (study_view::nn), not here.
 
-import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  STEP_TIMEOUT_MS,
-  artifacts,
   assertNoErrors,
-  launchBrowser,
   openFold,
   openRoomWithSites,
   shot,
-  startRelay,
-  stopRelay,
+  startRelayAndBrowser,
+  STEP_TIMEOUT_MS,
+  stopRelayAndBrowser,
 } from './helpers.mjs';
 
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
@@ -60,16 +57,10 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
   let sites;
 
   before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    relay = startRelay();
-    browser = await launchBrowser();
+    ({ relay, browser } = await startRelayAndBrowser());
     ({ dashboard, tabs, sites } = await openRoomWithSites(browser, await relay.url, SITE_NAMES));
   });
-
-  after(async () => {
-    await browser?.close().catch(() => {});
-    await stopRelay(relay);
-  });
+  after(() => stopRelayAndBrowser({ relay, browser }));
 
   it('trains for J iterations: J points, accuracy above chance, J releases per ledger', async () => {
     const { page } = dashboard;

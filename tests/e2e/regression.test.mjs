@@ -17,21 +17,18 @@
 // - a site closing its tab in the middle of a step-by-step round: the round still completes
 //   among the other three, and the loss-vs-ε chart has a point per round.
 
-import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  STEP_TIMEOUT_MS,
-  artifacts,
   assertNoErrors,
   closeTab,
-  launchBrowser,
   openFold,
   openRoomWithSites,
   shot,
-  startRelay,
-  stopRelay,
+  startRelayAndBrowser,
+  STEP_TIMEOUT_MS,
+  stopRelayAndBrowser,
 } from './helpers.mjs';
 
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
@@ -112,16 +109,10 @@ describe('capeFM over the real relay', { concurrency: false }, () => {
   let sites;
 
   before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    relay = startRelay();
-    browser = await launchBrowser();
+    ({ relay, browser } = await startRelayAndBrowser());
     ({ dashboard, tabs, sites } = await openRoomWithSites(browser, await relay.url, SITE_NAMES));
   });
-
-  after(async () => {
-    await browser?.close().catch(() => {});
-    await stopRelay(relay);
-  });
+  after(() => stopRelayAndBrowser({ relay, browser }));
 
   it('runs capeFM: the model, the charts, the guarantee, and two releases in every ledger', async () => {
     const { page } = dashboard;

@@ -10,21 +10,18 @@
 // Every browser tab gets its own context, like separate devices: offline emulation of one site
 // must not touch the others. Waits are for selectors and page conditions, never for fixed times.
 
-import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  STEP_TIMEOUT_MS,
-  artifacts,
   assertNoErrors,
   connectedState,
-  launchBrowser,
   openTab,
   presences,
   shot,
-  startRelay,
-  stopRelay,
+  startRelayAndBrowser,
+  STEP_TIMEOUT_MS,
+  stopRelayAndBrowser,
   waitForCount,
 } from './helpers.mjs';
 
@@ -49,17 +46,8 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
   let joinLink;
   const sites = []; // { tab, id, name }
 
-  before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    relay = startRelay();
-    base = await relay.url;
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close().catch(() => {});
-    await stopRelay(relay);
-  });
+  before(async () => ({ relay, base, browser } = await startRelayAndBrowser()));
+  after(() => stopRelayAndBrowser({ relay, browser }));
 
   it('the dashboard creates a room and shows its code, link and QR code', async () => {
     dashboard = await openTab(browser, 'dashboard');

@@ -8,21 +8,18 @@
 // site's budget bar (after the study), lie inside the viewport. Full-page screenshots go to
 // tests/artifacts/screens-<viewport>-<view>.png. Env and conventions: see helpers.mjs.
 
-import { mkdirSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  STEP_TIMEOUT_MS,
-  artifacts,
   assertNoErrors,
   createRoom,
   joinAsSite,
-  launchBrowser,
   openTab,
   shot,
-  startRelay,
-  stopRelay,
+  startRelayAndBrowser,
+  STEP_TIMEOUT_MS,
+  stopRelayAndBrowser,
   waitForCount,
 } from './helpers.mjs';
 
@@ -76,17 +73,8 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
   let base;
   let browser;
 
-  before(async () => {
-    mkdirSync(artifacts, { recursive: true });
-    relay = startRelay();
-    base = await relay.url;
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close().catch(() => {});
-    await stopRelay(relay);
-  });
+  before(async () => ({ relay, base, browser } = await startRelayAndBrowser()));
+  after(() => stopRelayAndBrowser({ relay, browser }));
 
   for (const { name, viewport, device, projector } of VIEWPORTS) {
     it(`at ${name} (${viewport.width}×${viewport.height})`, async () => {

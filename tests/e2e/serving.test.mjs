@@ -13,7 +13,14 @@ import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { assertNoErrors, distDir, launchBrowser, openTab, startRelay, stopRelay, STEP_TIMEOUT_MS } from './helpers.mjs';
+import {
+  assertNoErrors,
+  distDir,
+  openTab,
+  startRelayAndBrowser,
+  STEP_TIMEOUT_MS,
+  stopRelayAndBrowser,
+} from './helpers.mjs';
 
 /** One GET with `headers`; resolves with status, headers and the raw (still encoded) body. */
 function get(base, pathname, headers = {}) {
@@ -38,16 +45,8 @@ describe('the app as served by the relay', () => {
   let base;
   let browser;
 
-  before(async () => {
-    relay = startRelay();
-    base = await relay.url;
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await stopRelay(relay);
-  });
+  before(async () => ({ relay, base, browser } = await startRelayAndBrowser()));
+  after(() => stopRelayAndBrowser({ relay, browser }));
 
   it('sends every file compressed in the encoding the client accepts, decoding to the file', async () => {
     const files = appFiles();
