@@ -209,18 +209,5 @@ fn bench(args: &DjicaBenchArgs) -> Result<Value, String> {
 }
 
 pub fn run(args: DjicaBenchArgs) -> ExitCode {
-    match bench(&args) {
-        Ok(v) => {
-            let text = serde_json::to_string_pretty(&v).expect("plain JSON");
-            if let Some(path) = &args.out
-                && let Err(e) = std::fs::write(path, &text)
-            {
-                eprintln!("error: writing {}: {e}", path.display());
-                return ExitCode::FAILURE;
-            }
-            println!("{text}");
-            ExitCode::SUCCESS
-        }
-        Err(m) => crate::exit::fail(m),
-    }
+    crate::exit::report_json(bench(&args), args.out.as_deref())
 }

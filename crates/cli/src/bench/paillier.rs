@@ -142,17 +142,5 @@ fn read_cases(path: &PathBuf) -> Result<Vec<Case>, String> {
 }
 
 pub fn run(args: PaillierBenchArgs) -> ExitCode {
-    match bench(&args) {
-        Ok(report) => {
-            let text = serde_json::to_string_pretty(&report).expect("JSON of numbers");
-            println!("{text}");
-            if let Some(path) = &args.out
-                && let Err(e) = std::fs::write(path, text + "\n")
-            {
-                return crate::exit::fail(format!("could not write {}: {e}", path.display()));
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => crate::exit::fail(e),
-    }
+    crate::exit::report_json(bench(&args), args.out.as_deref())
 }

@@ -52,23 +52,7 @@ pub struct Case {
 }
 
 pub fn run(args: PldBenchArgs) -> ExitCode {
-    match bench(&args) {
-        Ok(report) => {
-            let text = serde_json::to_string_pretty(&report).expect("JSON of numbers");
-            println!("{text}");
-            if let Some(path) = &args.out
-                && let Err(e) = std::fs::write(path, text + "\n")
-            {
-                eprintln!("error: could not write {}: {e}", path.display());
-                return ExitCode::FAILURE;
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::exit::report_json(bench(&args), args.out.as_deref())
 }
 
 fn bench(args: &PldBenchArgs) -> Result<Value, String> {
