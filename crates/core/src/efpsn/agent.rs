@@ -149,11 +149,6 @@ impl EfpsnAgent {
         self.optimizer.as_ref().map(|o| o.x())
     }
 
-    /// ∇f̂_i at x (the perturbed gradient a neighbour could compute from two iterates).
-    pub fn perturbed_cost(&self) -> Option<&PerturbedCost> {
-        self.optimizer.as_ref().map(|o| o.cost())
-    }
-
     pub fn status(&self) -> AgentStatus {
         if let Some(e) = &self.failed {
             return AgentStatus::Failed(e.clone());

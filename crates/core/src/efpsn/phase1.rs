@@ -93,10 +93,6 @@ impl Phase1 {
         self.mask.as_ref()
     }
 
-    pub fn public_key(&self) -> &PublicKey {
-        &self.keypair.public
-    }
-
     pub fn progress(&self) -> Phase1Progress {
         Phase1Progress {
             keys_received: self.keys.len(),

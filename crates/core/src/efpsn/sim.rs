@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::EfpsnError;
 use super::agent::{AgentStatus, EfpsnAgent, MaskSource};
-use super::graph::{Graph, Topology};
+use super::graph::Graph;
 use super::mask::Mask;
 use super::messages::{Phase1Setup, Plan, kind};
 use super::optimizer::Phase2Settings;
@@ -56,16 +56,6 @@ pub struct RunConfig {
     pub seed: u64,
 }
 
-impl RunConfig {
-    pub fn topology_graph(
-        topology: Topology,
-        agents: usize,
-        seed: u64,
-    ) -> Result<Graph, EfpsnError> {
-        Graph::build(topology, agents, seed)
-    }
-}
-
 /// Phase 1's traffic, as the relay would carry it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Phase1Traffic {
@@ -107,6 +97,8 @@ pub struct EfpsnSim {
     method: Method,
     room: MemoryRoom,
     agents: Vec<Driver<MemoryTransport, EfpsnAgent>>,
+    /// How much of each agent's driver log has been searched for refusals (logs only grow).
+    checked: Vec<usize>,
 }
 
 impl EfpsnSim {
@@ -171,7 +163,8 @@ impl EfpsnSim {
             driver.send(0, out);
             agents.push(driver);
         }
-        Ok(EfpsnSim { method: config.method, room, agents })
+        let checked = vec![0; agents.len()];
+        Ok(EfpsnSim { method: config.method, room, agents, checked })
     }
 
     pub fn agent(&self, i: usize) -> &EfpsnAgent {
@@ -217,10 +210,12 @@ impl EfpsnSim {
     /// One delivery pass; `false` when nothing moved. The first refusal ends the run.
     fn pass(&mut self) -> Result<bool, EfpsnError> {
         let mut moved = 0;
-        for a in &mut self.agents {
+        for (a, checked) in self.agents.iter_mut().zip(&mut self.checked) {
             moved += a.pump(0);
+            let new = &a.log()[*checked..];
+            *checked = a.log().len();
             if let Some(DriverEvent::Refused { error, .. }) =
-                a.log().iter().rev().find(|e| matches!(e, DriverEvent::Refused { .. }))
+                new.iter().find(|e| matches!(e, DriverEvent::Refused { .. }))
             {
                 return Err(error.clone());
             }
