@@ -240,8 +240,9 @@ fn flag_of(e: &AccountantError) -> &'static str {
         AccountantError::SamplingRate(_) => "--sampling-rate",
         AccountantError::CollusionFactor(_) => "--collusion-factor",
         AccountantError::ZeroCount => "--compositions",
-        AccountantError::Delta(_) => "--delta",
-        AccountantError::Epsilon(_) => "--epsilon",
+        // Not raised here: `cape account` takes no (ε, δ)-DP releases.
+        AccountantError::Delta(_) | AccountantError::ApproximateDelta(_) => "--delta",
+        AccountantError::Epsilon(_) | AccountantError::ApproximateEpsilon(_) => "--epsilon",
         AccountantError::Order(_)
         | AccountantError::NoOrders
         | AccountantError::CurveLength { .. } => "--orders",

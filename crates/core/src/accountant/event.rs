@@ -1,5 +1,6 @@
 /*!
-A privacy event: one kind of release, how many times it happened, and under which view.
+A privacy event: one kind of release, how many times it happened, and under which view. (A
+release known only to be (ε, δ)-DP is an [`ApproximateEvent`]: only the ledger takes it.)
 
 Events are plain data so that a run's spend can be stored as JSON, replayed into any accountant
 and compared. Deserialisation validates (through [`EventRecord`]), so an [`Event`] in hand is
@@ -132,6 +133,58 @@ impl Event {
     }
 }
 
+/// `count` runs of a mechanism known only to be (ε, δ)-DP per run, such as EFPSN, whose privacy
+/// theorem gives just that pair (efpsn-vertical-dpvi Part A, A3, Theorem IV.1). Neither RDP nor a
+/// Gaussian PLD can represent it, so it is not an [`Event`] and the accountants do not take it:
+/// the ledger composes it by basic composition ([`super::ledger`]). Validated: ε > 0 finite,
+/// δ ∈ [0, 1), count ≥ 1.
+///
+/// The (ε, δ) is the guarantee as proven, against the view the proof covers: there is no
+/// collusion factor to apply to it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApproximateEvent {
+    label: String,
+    epsilon: f64,
+    delta: f64,
+    count: u64,
+}
+
+impl ApproximateEvent {
+    /// `count` runs, each (ε, δ)-DP.
+    pub fn new(
+        label: impl Into<String>,
+        epsilon: f64,
+        delta: f64,
+        count: u64,
+    ) -> Result<Self, AccountantError> {
+        if !(epsilon > 0.0 && epsilon.is_finite()) {
+            return Err(AccountantError::ApproximateEpsilon(epsilon));
+        }
+        if !(0.0..1.0).contains(&delta) {
+            return Err(AccountantError::ApproximateDelta(delta));
+        }
+        if count == 0 {
+            return Err(AccountantError::ZeroCount);
+        }
+        Ok(ApproximateEvent { label: label.into(), epsilon, delta, count })
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+    /// ε of one run.
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+    /// δ of one run.
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+}
+
 /// The serialised form of [`Event`]; converting it back validates.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -209,6 +262,27 @@ mod tests {
             Event::gaussian("x", 1.0, 1).unwrap().viewed_with(0.5).unwrap_err(),
             AccountantError::CollusionFactor(0.5)
         );
+    }
+
+    #[test]
+    fn approximate_events_are_validated() {
+        let e = ApproximateEvent::new("efpsn", 0.5, 1e-6, 2).unwrap();
+        assert_eq!((e.label(), e.epsilon(), e.delta(), e.count()), ("efpsn", 0.5, 1e-6, 2));
+        assert!(ApproximateEvent::new("pure", 1.0, 0.0, 1).is_ok());
+        for eps in [0.0, -1.0, f64::INFINITY, f64::NAN] {
+            let err = ApproximateEvent::new("x", eps, 1e-6, 1).unwrap_err();
+            assert!(matches!(err, AccountantError::ApproximateEpsilon(_)), "{err}");
+        }
+        for delta in [1.0, -1e-9, 2.0, f64::NAN] {
+            let err = ApproximateEvent::new("x", 0.5, delta, 1).unwrap_err();
+            assert!(matches!(err, AccountantError::ApproximateDelta(_)), "{err}");
+        }
+        assert_eq!(
+            ApproximateEvent::new("x", 0.5, 1e-6, 0).unwrap_err(),
+            AccountantError::ZeroCount
+        );
+        let msg = ApproximateEvent::new("x", 0.5, 1.0, 1).unwrap_err().to_string();
+        assert!(msg.contains("δ = 1") && msg.contains("[0, 1)"), "{msg}");
     }
 
     #[test]

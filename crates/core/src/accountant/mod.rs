@@ -47,7 +47,7 @@ pub mod subsampled;
 
 pub use comparison::{ComparisonReport, ComparisonRequest, ViewReport};
 pub use conversion::Conversion;
-pub use event::{Event, Mechanism};
+pub use event::{ApproximateEvent, Event, Mechanism};
 pub use ledger::{Budget, Ledger, LedgerError, Release};
 pub use moments::{MomentsAccountant, MomentsQuadratic};
 pub use pld::{Pld, PldAccountant, PldEpsilon, PldError};
@@ -71,6 +71,10 @@ pub enum AccountantError {
     Delta(f64),
     #[error("ε = {0} must be non-negative and finite")]
     Epsilon(f64),
+    #[error("an (ε, δ)-DP release needs ε > 0 and finite, got ε = {0}")]
+    ApproximateEpsilon(f64),
+    #[error("an (ε, δ)-DP release needs δ in [0, 1), got δ = {0}")]
+    ApproximateDelta(f64),
     #[error("Laplace scale b/Δ = {0} must be positive and finite")]
     LaplaceScale(f64),
     #[error("RDP order α = {0} must be finite and greater than 1")]
