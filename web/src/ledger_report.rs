@@ -102,7 +102,7 @@ mod tests {
         let mut ledger = Ledger::new("Clinic North", Budget::new(10.0, 1e-5).unwrap()).unwrap();
         for (i, study) in studies.iter().enumerate() {
             let event = Event::gaussian("mean/cape attempt 1", 8.0, 1).unwrap();
-            let release = Release { study: (*study).into(), event, time_ms: 100 * i as u64 };
+            let release = Release::new(*study, event, 100 * i as u64);
             ledger.try_spend(release).unwrap();
         }
         ledger
@@ -148,7 +148,7 @@ mod tests {
         let mut ledger = Ledger::new("A", Budget::new(1e6, 1e-5).unwrap()).unwrap();
         for (i, study) in refs.iter().enumerate() {
             let event = Event::gaussian("x", 50.0, 1).unwrap();
-            ledger.try_spend(Release { study: (*study).into(), event, time_ms: i as u64 }).unwrap();
+            ledger.try_spend(Release::new(*study, event, i as u64)).unwrap();
         }
         let report = LedgerReport::of(&ledger);
         assert_eq!(report.releases.len(), MAX_RELEASES);

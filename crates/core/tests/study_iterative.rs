@@ -172,8 +172,8 @@ fn upfront_noise_is_exactly_zero_sum_with_the_pooled_variance_and_is_accounted()
         for (j, entry) in spent.iter().enumerate() {
             assert_eq!(entry.event.label(), format!("iter/{}", j + 1));
             assert_eq!(entry.event.count(), 1);
-            assert_eq!(entry.event.mechanism().noise_multiplier(), run.z());
-            assert!((entry.event.collusion_factor() - c_s).abs() < 1e-12);
+            assert_eq!(entry.event.gaussian().unwrap().mechanism().noise_multiplier(), run.z());
+            assert!((entry.event.gaussian().unwrap().collusion_factor() - c_s).abs() < 1e-12);
             assert_eq!(outcome.records[j].epsilon_spent, Some(entry.epsilon_after));
         }
         assert_eq!(sim.site(s).phase(), IterSitePhase::Done);
@@ -266,7 +266,10 @@ fn a_site_without_budget_declines_before_sending_anything_else() {
     let c_s = c_s_full_view(&Collusion::default_for(3).unwrap());
     for s in [0, 2, 3] {
         assert_eq!(sim.site(s).spent().len(), 20);
-        assert!((sim.site(s).spent()[0].event.collusion_factor() - c_s).abs() < 1e-12);
+        assert!(
+            (sim.site(s).spent()[0].event.gaussian().unwrap().collusion_factor() - c_s).abs()
+                < 1e-12
+        );
     }
 }
 

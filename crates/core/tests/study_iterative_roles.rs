@@ -301,7 +301,9 @@ fn conventional_noise_averages_to_tau_squared_over_s() {
         "{var:e} vs τ²/S = {expected:e}"
     );
     // conventional releases are accounted with c_S = 1
-    assert!(sim.site(0).spent().iter().all(|e| e.event.collusion_factor() == 1.0));
+    assert!(
+        sim.site(0).spent().iter().all(|e| e.event.gaussian().unwrap().collusion_factor() == 1.0)
+    );
     let privacy = outcome.privacy.as_ref().unwrap();
     assert_eq!(privacy.views.len(), 1);
 }

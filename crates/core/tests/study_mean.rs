@@ -113,23 +113,27 @@ fn full_rounds_give_the_pooled_variance_and_beat_conventional_by_s() {
             assert!(site.refusals.is_empty(), "{:?}", site.refusals);
             let labels: Vec<&str> = site.spent.iter().map(|e| e.event.label()).collect();
             assert_eq!(labels, ["mean/cape attempt 1", "mean/conventional"]);
-            assert!((site.spent[0].event.collusion_factor() - collusion_factor(s)).abs() < 1e-15);
-            assert_eq!(site.spent[1].event.collusion_factor(), 1.0);
+            assert!(
+                (site.spent[0].event.gaussian().unwrap().collusion_factor() - collusion_factor(s))
+                    .abs()
+                    < 1e-15
+            );
+            assert_eq!(site.spent[1].event.gaussian().unwrap().collusion_factor(), 1.0);
             // the running totals are the two releases composed, computed independently: RDP's,
             // and the charged one, the exact (PLD) composition, which is tighter
             let mut rdp = RdpAccountant::new(Conversion::Improved);
-            rdp.compose(&site.spent[0].event);
-            rdp.compose(&site.spent[1].event);
+            rdp.compose(site.spent[0].event.gaussian().unwrap());
+            rdp.compose(site.spent[1].event.gaussian().unwrap());
             let expected = rdp.epsilon(1e-5).unwrap().epsilon;
             assert!((site.spent[1].epsilon_after_rdp - expected).abs() < 1e-9 * expected);
             let mut pld = PldAccountant::default();
-            pld.compose(&site.spent[0].event);
-            pld.compose(&site.spent[1].event);
+            pld.compose(site.spent[0].event.gaussian().unwrap());
+            pld.compose(site.spent[1].event.gaussian().unwrap());
             let exact = pld.epsilon(1e-5).unwrap();
             assert_eq!(exact.interval, None, "unsampled Gaussians compose exactly");
             assert!((site.spent[1].epsilon_after - exact.epsilon).abs() < 1e-12);
             assert!(exact.epsilon < expected);
-            let z = site.spent[0].event.mechanism().noise_multiplier();
+            let z = site.spent[0].event.gaussian().unwrap().mechanism().noise_multiplier();
             assert!((z - outcome.noise.noise_multiplier).abs() < 1e-12);
         }
         assert!(report.aggregator_refusals.is_empty(), "{:?}", report.aggregator_refusals);

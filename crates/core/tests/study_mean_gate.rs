@@ -119,7 +119,7 @@ fn the_conventional_release_is_accounted_as_a_second_release() {
     for site in &without.sites {
         assert_eq!(site.spent.len(), 1, "one CAPE release");
         // recorded with the c_S of the actual |U| = 4, which the preview's worst case covers
-        assert_eq!(site.spent[0].event.collusion_factor(), collusion_factor(4));
+        assert_eq!(site.spent[0].event.gaussian().unwrap().collusion_factor(), collusion_factor(4));
         let expected = cost(z, &[collusion_factor(4)], false);
         assert!((site.spent[0].epsilon_after - expected).abs() < 1e-9);
     }

@@ -82,7 +82,7 @@ fn capefm_has_the_pooled_noise_and_beats_conventional_by_s() {
                 "capefm/conventional (Λ₀, Λ₁, Λ₂ jointly, m = 1.5)"
             ]
         );
-        let cape = &site.spent[0].event;
+        let cape = site.spent[0].event.gaussian().unwrap();
         assert!((cape.mechanism().noise_multiplier() - c).abs() < 1e-9);
         assert!((cape.collusion_factor() - collusion_factor(s)).abs() < 1e-12);
         assert!(site.spent[0].study.starts_with("capefm "));

@@ -312,7 +312,7 @@ mod tests {
             let (params, _) = form.djica_params(&form.sites, task).unwrap();
             for (p, count) in [(&form.pca_params, 1), (&params, u64::from(params.max_iterations))] {
                 let event = p.event("run".into(), count, p.worst_case_collusion_factor()).unwrap();
-                ledger.try_spend(Release { study: "ica".into(), event, time_ms: 0 }).unwrap();
+                ledger.try_spend(Release::new("ica", event, 0)).unwrap();
             }
         };
         let mut ledger = Ledger::new("Lab A", crate::ledger_store::DEFAULT_BUDGET).unwrap();

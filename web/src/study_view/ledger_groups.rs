@@ -65,7 +65,8 @@ pub fn by_study(entries: &[LedgerEntry], kinds: &BTreeMap<String, String>) -> Ve
     for entry in entries {
         let release = GroupRelease {
             label: entry.event.label().to_owned(),
-            collusion_factor: entry.event.collusion_factor(),
+            // NaN (shown "—") for an (ε, δ)-DP release, which has none.
+            collusion_factor: entry.event.gaussian().map_or(f64::NAN, |e| e.collusion_factor()),
             epsilon_after: entry.epsilon_after,
             bound: entry.bound.to_string(),
         };
@@ -114,12 +115,14 @@ mod tests {
     fn entry(study: &str, label: &str, after: f64) -> LedgerEntry {
         LedgerEntry {
             study: study.into(),
-            event: Event::gaussian(label, 2.0, 1).unwrap(),
+            event: Event::gaussian(label, 2.0, 1).unwrap().into(),
             time_ms: 0,
             epsilon_after: after,
             epsilon_after_rdp: after * 1.1,
             epsilon_after_pld: after,
             bound: Bound::Pld,
+            epsilon_after_basic: 0.0,
+            delta_after_basic: 0.0,
         }
     }
 

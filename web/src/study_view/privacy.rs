@@ -258,7 +258,7 @@ mod tests {
         let mut ledger = Ledger::new("Clinic 0", Budget::new(10.0, 1e-5).unwrap()).unwrap();
         let release = |s: &str, t| Release {
             study: s.into(),
-            event: Event::gaussian("x", 8.0, 1).unwrap(),
+            event: Event::gaussian("x", 8.0, 1).unwrap().into(),
             time_ms: t,
         };
         ledger.try_spend(release("earlier", 1)).unwrap();
@@ -278,7 +278,7 @@ mod tests {
         let mut ledger = Ledger::new("Clinic 0", Budget::new(100.0, 1e-5).unwrap()).unwrap();
         let release = |s: &str, t| Release {
             study: s.into(),
-            event: Event::gaussian("x", 8.0, 1).unwrap(),
+            event: Event::gaussian("x", 8.0, 1).unwrap().into(),
             time_ms: t,
         };
         ledger.try_spend(release("iterative/bb", 5)).unwrap();

@@ -8,25 +8,43 @@ OpenDP's odometer): a release that would take the total over the budget is refus
 anything is sent, with an error that says what it would spend and what is left, and the ledger is
 left unchanged.
 
+
+**Releases known only to be (ε, δ)-DP** ([`LedgerEvent::Approximate`], an [`ApproximateEvent`]
+of k runs): EFPSN's privacy theorem gives only a pair (ε, δ) per run (efpsn-vertical-dpvi Part A,
+A3, Theorem IV.1), which neither RDP nor a Gaussian PLD can represent. The ledger composes them
+with the Gaussian part by basic composition, which holds for any (ε, δ)-DP mechanisms (adaptively
+too) and is therefore valid, if loose: at the budget's δ_B,
+
+  ε_total = Σ_a k_a·ε_a + ε_G(δ_B − Σ_a k_a·δ_a),
+
+where ε_G(δ) is the tightest-of-RDP-and-PLD total of the Gaussian releases at δ (0 without any).
+When Σ_a k_a·δ_a ≥ δ_B no ε bounds the total: it is +∞, so such a release never fits a budget
+(a leftover δ_B − Σ_a k_a·δ_a within float rounding of 0 counts as none: `DELTA_SLACK`).
+Each entry records the basic-composition part (`epsilon_after_basic`, `delta_after_basic`); the
+RDP and PLD totals include it.
+
 Protocol drivers call [`Ledger::try_spend`] before they send a noisy message and send only on
 `Ok`. Time is whatever number the caller passes (`time_ms`); the ledger never reads a clock.
 
 Persistence: [`Ledger::to_json`] / [`Ledger::from_json`] with a format `version`
-([`LEDGER_FORMAT_VERSION`]; version 1 files, whose totals were RDP only, are read and restated). An import is replayed release by release and rejected, with the
-existing ledger untouched ([`Ledger::load_json`]), if it is malformed, of another version, out of
-time order, over its own budget, or if a stored running total disagrees with the replay.
+([`LEDGER_FORMAT_VERSION`]). Version 1 files, whose totals were RDP only, are read and restated;
+version 2 files (Gaussian releases only, no basic-composition part) are read as they are. An
+import is replayed release by release and rejected, with the existing ledger untouched
+([`Ledger::load_json`]), if it is malformed, of another version, out of time order, over its own
+budget, or if a stored running total disagrees with the replay.
 */
 
 use serde::{Deserialize, Serialize};
 
 use super::conversion::{Conversion, check_orders};
-use super::event::Event;
+use super::event::{ApproximateEvent, Event, EventRecord};
 use super::pld::{self, PldAccountant, PldError};
 use super::rdp::{DEFAULT_ORDERS, RdpAccountant};
 use super::{AccountantError, PrivacyAccountant, check_delta};
 
-/// The JSON format version this build writes. It also reads version 1 (RDP-only totals).
-pub const LEDGER_FORMAT_VERSION: u32 = 2;
+/// The JSON format version this build writes (3: entries may hold (ε, δ)-DP releases and record
+/// the basic-composition part). It also reads version 1 (RDP-only totals) and 2 (Gaussian only).
+pub const LEDGER_FORMAT_VERSION: u32 = 3;
 
 /// Relative tolerance when checking a stored running total against the replay (JSON numbers are
 /// written round-trip exact; the slack only absorbs a re-serialisation by another tool).
@@ -100,26 +118,171 @@ impl std::fmt::Display for Bound {
     }
 }
 
-/// A total under both accountants, and the tightest.
+/// A total under both accountants, and the tightest. Both include the part of the (ε, δ)-DP
+/// releases by basic composition (`basic_epsilon`, at `basic_delta`); the Gaussian releases are
+/// converted at the budget's δ minus `basic_delta`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Spend {
-    /// min(rdp, pld): what the ledger charges.
+    /// min(rdp, pld): what the ledger charges. +∞ when `basic_delta` reaches the budget's δ.
     pub epsilon: f64,
     pub rdp: f64,
     /// +∞ when the PLD could not be computed on the ledger's grid (then RDP is used).
     pub pld: f64,
     pub bound: Bound,
+    /// Σ k·ε over the (ε, δ)-DP releases: their part of `epsilon`, by basic composition.
+    pub basic_epsilon: f64,
+    /// Σ k·δ over the (ε, δ)-DP releases: the part of the budget's δ they use.
+    pub basic_delta: f64,
 }
 
 impl Spend {
-    const NOTHING: Spend = Spend { epsilon: 0.0, rdp: 0.0, pld: 0.0, bound: Bound::Pld };
+    const NOTHING: Spend = Spend {
+        epsilon: 0.0,
+        rdp: 0.0,
+        pld: 0.0,
+        bound: Bound::Pld,
+        basic_epsilon: 0.0,
+        basic_delta: 0.0,
+    };
 
-    fn of(rdp: f64, pld: f64) -> Spend {
+    /// The total from the Gaussian part's ε under each accountant and the basic part.
+    fn of(gaussian_rdp: f64, gaussian_pld: f64, basic_epsilon: f64, basic_delta: f64) -> Spend {
+        let (rdp, pld) = (basic_epsilon + gaussian_rdp, basic_epsilon + gaussian_pld);
         // Ties go to PLD: it is exact for unsampled Gaussians.
-        if pld <= rdp {
-            Spend { epsilon: pld, rdp, pld, bound: Bound::Pld }
-        } else {
-            Spend { epsilon: rdp, rdp, pld, bound: Bound::Rdp }
+        let (epsilon, bound) = if pld <= rdp { (pld, Bound::Pld) } else { (rdp, Bound::Rdp) };
+        Spend { epsilon, rdp, pld, bound, basic_epsilon, basic_delta }
+    }
+}
+
+/// What one ledger release spends.
+///
+/// JSON: a Gaussian event as [`Event`] writes it (`{"label", "mechanism", "count",
+/// "collusion_factor"}`, as in format versions 1 and 2); an (ε, δ)-DP one as
+/// `{"label": "efpsn run", "approximate": {"epsilon": 0.5, "delta": 1e-6}, "count": 2}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "LedgerEventRecord", into = "LedgerEventRecord")]
+pub enum LedgerEvent {
+    /// Gaussian releases: composed under RDP and PLD.
+    Gaussian(Event),
+    /// Runs of a mechanism known only to be (ε, δ)-DP: composed by basic composition.
+    Approximate(ApproximateEvent),
+}
+
+impl LedgerEvent {
+    pub fn label(&self) -> &str {
+        match self {
+            LedgerEvent::Gaussian(e) => e.label(),
+            LedgerEvent::Approximate(a) => a.label(),
+        }
+    }
+
+    /// How many releases (runs) it stands for.
+    pub fn count(&self) -> u64 {
+        match self {
+            LedgerEvent::Gaussian(e) => e.count(),
+            LedgerEvent::Approximate(a) => a.count(),
+        }
+    }
+
+    /// The Gaussian event, if it is one.
+    pub fn gaussian(&self) -> Option<&Event> {
+        match self {
+            LedgerEvent::Gaussian(e) => Some(e),
+            LedgerEvent::Approximate(_) => None,
+        }
+    }
+
+    /// The (ε, δ)-DP event, if it is one.
+    pub fn approximate(&self) -> Option<&ApproximateEvent> {
+        match self {
+            LedgerEvent::Gaussian(_) => None,
+            LedgerEvent::Approximate(a) => Some(a),
+        }
+    }
+}
+
+impl From<Event> for LedgerEvent {
+    fn from(e: Event) -> Self {
+        LedgerEvent::Gaussian(e)
+    }
+}
+
+impl From<ApproximateEvent> for LedgerEvent {
+    fn from(a: ApproximateEvent) -> Self {
+        LedgerEvent::Approximate(a)
+    }
+}
+
+/// The serialised form of [`LedgerEvent`]: an [`EventRecord`] (`mechanism`) or an (ε, δ) pair
+/// (`approximate`), exactly one of them; converting it back validates.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LedgerEventRecord {
+    #[serde(default)]
+    label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    mechanism: Option<super::event::Mechanism>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    approximate: Option<EpsilonDelta>,
+    count: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    collusion_factor: Option<f64>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EpsilonDelta {
+    epsilon: f64,
+    delta: f64,
+}
+
+impl TryFrom<LedgerEventRecord> for LedgerEvent {
+    type Error = String;
+    fn try_from(r: LedgerEventRecord) -> Result<Self, Self::Error> {
+        match (r.mechanism, r.approximate, r.collusion_factor) {
+            (Some(mechanism), None, collusion_factor) => Event::try_from(EventRecord {
+                label: r.label,
+                mechanism,
+                count: r.count,
+                collusion_factor: collusion_factor.unwrap_or(1.0),
+            })
+            .map(LedgerEvent::Gaussian)
+            .map_err(|e| e.to_string()),
+            (None, Some(ed), None) => ApproximateEvent::new(r.label, ed.epsilon, ed.delta, r.count)
+                .map(LedgerEvent::Approximate)
+                .map_err(|e| e.to_string()),
+            (None, Some(_), Some(_)) => Err("an (ε, δ)-DP release (`approximate`) takes no \
+                `collusion_factor`: its (ε, δ) is the guarantee as proven"
+                .into()),
+            (Some(_), Some(_), _) => {
+                Err("a release has either a `mechanism` or an `approximate` (ε, δ), not both"
+                    .into())
+            }
+            (None, None, _) => Err("missing field `mechanism` (or `approximate`)".into()),
+        }
+    }
+}
+
+impl From<LedgerEvent> for LedgerEventRecord {
+    fn from(e: LedgerEvent) -> Self {
+        match e {
+            LedgerEvent::Gaussian(e) => {
+                let r = EventRecord::from(e);
+                LedgerEventRecord {
+                    label: r.label,
+                    mechanism: Some(r.mechanism),
+                    approximate: None,
+                    count: r.count,
+                    collusion_factor: Some(r.collusion_factor),
+                }
+            }
+            LedgerEvent::Approximate(a) => LedgerEventRecord {
+                approximate: Some(EpsilonDelta { epsilon: a.epsilon(), delta: a.delta() }),
+                count: a.count(),
+                label: a.label().to_owned(),
+                mechanism: None,
+                collusion_factor: None,
+            },
         }
     }
 }
@@ -129,18 +292,26 @@ impl Spend {
 #[serde(deny_unknown_fields)]
 pub struct Release {
     pub study: String,
-    pub event: Event,
+    pub event: LedgerEvent,
     /// Caller-supplied time (e.g. ms since the epoch); must not go backwards.
     pub time_ms: u64,
 }
 
+impl Release {
+    /// A release of `event`: an [`Event`] (Gaussian) or an [`ApproximateEvent`] ((ε, δ)-DP).
+    pub fn new(study: impl Into<String>, event: impl Into<LedgerEvent>, time_ms: u64) -> Self {
+        Release { study: study.into(), event: event.into(), time_ms }
+    }
+}
+
 /// A recorded release and the site's total ε (at the budget's δ) after it: the charged total
-/// (the tightest), and each accountant's.
+/// (the tightest), each accountant's, and the part of them that is basic composition of the
+/// (ε, δ)-DP releases so far.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerEntry {
     pub study: String,
-    pub event: Event,
+    pub event: LedgerEvent,
     pub time_ms: u64,
     pub epsilon_after: f64,
     pub epsilon_after_rdp: f64,
@@ -148,6 +319,15 @@ pub struct LedgerEntry {
     #[serde(with = "infinite_as_null")]
     pub epsilon_after_pld: f64,
     pub bound: Bound,
+    /// Σ k·ε of the (ε, δ)-DP releases so far (this one included): the part of the three totals
+    /// above that is basic composition. 0 for a ledger of Gaussian releases (and in version-2
+    /// files, which have no such field).
+    #[serde(default)]
+    pub epsilon_after_basic: f64,
+    /// Σ k·δ of the (ε, δ)-DP releases so far: the Gaussian part is converted at the budget's δ
+    /// minus this.
+    #[serde(default)]
+    pub delta_after_basic: f64,
 }
 
 impl LedgerEntry {
@@ -157,7 +337,18 @@ impl LedgerEntry {
             rdp: self.epsilon_after_rdp,
             pld: self.epsilon_after_pld,
             bound: self.bound,
+            basic_epsilon: self.epsilon_after_basic,
+            basic_delta: self.delta_after_basic,
         }
+    }
+
+    fn set_spend_after(&mut self, after: &Spend) {
+        self.epsilon_after = after.epsilon;
+        self.epsilon_after_rdp = after.rdp;
+        self.epsilon_after_pld = after.pld;
+        self.bound = after.bound;
+        self.epsilon_after_basic = after.basic_epsilon;
+        self.delta_after_basic = after.basic_delta;
     }
 }
 
@@ -196,31 +387,42 @@ pub struct Preview {
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum LedgerError {
+    /// The release does not fit: its ε would go over the budget, or (when `basic_delta` reaches
+    /// `delta`) the (ε, δ)-DP releases would use up all of the budget's δ.
     #[error(
-        "insufficient privacy budget at site '{site}': release '{label}' of study '{study}' would \
-         raise ε from {spent:.6} to {spent_after:.6} (δ = {delta:e}, by {bound}, the tightest \
-         bound), spending {cost:.6}, but the budget is ε = {budget:.6} and only {remaining:.6} is \
-         left; nothing was recorded or sent"
+        "insufficient privacy budget at site '{site}': release '{label}' of study '{study}' {}; \
+         nothing was recorded or sent",
+        over_budget(*.spent, *.spent_after, *.budget, *.remaining, *.delta, *.bound, *.basic_delta)
     )]
     InsufficientBudget {
         site: String,
         study: String,
         label: String,
         spent: f64,
+        /// The total after the release (its cost is `spent_after − spent`).
         spent_after: f64,
-        cost: f64,
         budget: f64,
         remaining: f64,
         delta: f64,
         bound: Bound,
+        /// Σ k·δ of the (ε, δ)-DP releases after this one.
+        basic_delta: f64,
     },
     #[error("budget ε = {0} must be positive and finite")]
     BudgetEpsilon(f64),
     #[error(
-        "the new budget ε = {requested} is below what site '{site}' has already spent \
-         ({spent:.6} at δ = {delta:e}); a budget can only be set at or above the spend"
+        "the new budget (ε = {requested}, δ = {delta:e}) is below what site '{site}' has already \
+         spent: {}; a budget can only be set at or above the spend",
+        below_spend(*.spent, *.delta, *.basic_delta)
     )]
-    BudgetBelowSpend { site: String, requested: f64, spent: f64, delta: f64 },
+    BudgetBelowSpend {
+        site: String,
+        requested: f64,
+        spent: f64,
+        delta: f64,
+        /// Σ k·δ of the (ε, δ)-DP releases recorded.
+        basic_delta: f64,
+    },
     #[error(
         "release time {time_ms} is before the last recorded release ({last_ms}); pass the current \
          time, which must not go backwards"
@@ -245,6 +447,61 @@ pub enum LedgerError {
     SiteMismatch { expected: String, found: String },
 }
 
+/// Σ k·δ is a sum of floats, within a few ulps of the exact sum: a leftover δ − Σ k·δ below this
+/// fraction of δ could be rounding alone, so it counts as none (and the Gaussian part is never
+/// converted at a δ the exact sum might not leave). Far above the rounding of any real ledger,
+/// far below any δ worth converting at.
+const DELTA_SLACK: f64 = 1e-9;
+
+/// True when the (ε, δ)-DP releases' Σ k·δ leaves nothing of `delta`: then no ε bounds the
+/// total (also for NaN).
+fn delta_exhausted(basic_delta: f64, delta: f64) -> bool {
+    let left = delta - basic_delta;
+    left.is_nan() || left <= DELTA_SLACK * delta
+}
+
+/// The body of [`LedgerError::InsufficientBudget`]'s message.
+fn over_budget(
+    spent: f64,
+    spent_after: f64,
+    budget: f64,
+    remaining: f64,
+    delta: f64,
+    bound: Bound,
+    basic_delta: f64,
+) -> String {
+    if delta_exhausted(basic_delta, delta) {
+        return format!(
+            "would bring the δ of the site's (ε, δ)-DP releases, by basic composition, to \
+             Σ k·δ = {basic_delta:e}, which leaves nothing of the budget's δ = {delta:e}: no ε \
+             bounds the total then (the budget is ε = {budget:.6}, {remaining:.6} left)"
+        );
+    }
+    let basic = if basic_delta > 0.0 {
+        format!(", with the (ε, δ)-DP releases by basic composition using δ = {basic_delta:e}")
+    } else {
+        String::new()
+    };
+    let cost = spent_after - spent;
+    format!(
+        "would raise ε from {spent:.6} to {spent_after:.6} (δ = {delta:e}, by {bound}, the \
+         tightest bound{basic}), spending {cost:.6}, but the budget is ε = {budget:.6} and only \
+         {remaining:.6} is left"
+    )
+}
+
+/// The body of [`LedgerError::BudgetBelowSpend`]'s message.
+fn below_spend(spent: f64, delta: f64, basic_delta: f64) -> String {
+    if !delta_exhausted(basic_delta, delta) {
+        format!("ε = {spent:.6} at δ = {delta:e}")
+    } else {
+        format!(
+            "its (ε, δ)-DP releases use δ = {basic_delta:e} by basic composition, which leaves \
+             nothing of the new δ, so no ε bounds its total at that δ"
+        )
+    }
+}
+
 /// The serialised ledger (`E`: the entry of the file's version).
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -263,8 +520,55 @@ pub struct Ledger {
     budget: Budget,
     accounting: LedgerAccounting,
     entries: Vec<LedgerEntry>,
+    composed: Composition,
+}
+
+/// Everything released so far: the Gaussian events in both accountants, and Σ k·ε, Σ k·δ of the
+/// (ε, δ)-DP ones (basic composition).
+#[derive(Clone, Debug, PartialEq)]
+struct Composition {
     rdp: RdpAccountant,
     pld: PldAccountant,
+    basic_epsilon: f64,
+    basic_delta: f64,
+}
+
+impl Composition {
+    fn empty(accounting: &LedgerAccounting) -> Result<Self, LedgerError> {
+        let rdp = RdpAccountant::with_orders(accounting.orders.clone(), accounting.conversion)?;
+        let pld =
+            PldAccountant::with_interval(accounting.pld_interval).map_err(LedgerError::Pld)?;
+        Ok(Composition { rdp, pld, basic_epsilon: 0.0, basic_delta: 0.0 })
+    }
+
+    fn compose(&mut self, event: &LedgerEvent) {
+        match event {
+            LedgerEvent::Gaussian(e) => {
+                self.rdp.compose(e);
+                self.pld.compose(e);
+            }
+            LedgerEvent::Approximate(a) => {
+                let k = a.count() as f64;
+                self.basic_epsilon += k * a.epsilon();
+                self.basic_delta += k * a.delta();
+            }
+        }
+    }
+
+    /// The totals at `delta`: Σ k·ε + ε_G(δ − Σ k·δ) under each accountant, +∞ when Σ k·δ ≥ δ.
+    /// A PLD too large for the grid is +∞ (RDP is then charged); an RDP failure is +∞ too, so a
+    /// release whose cost cannot be bounded never fits a budget.
+    fn measure(&self, delta: f64) -> Spend {
+        let (basic_epsilon, basic_delta) = (self.basic_epsilon, self.basic_delta);
+        let gaussian_delta = delta - basic_delta;
+        if delta_exhausted(basic_delta, delta) {
+            let inf = f64::INFINITY;
+            return Spend::of(inf, inf, basic_epsilon, basic_delta);
+        }
+        let rdp = self.rdp.epsilon(gaussian_delta).map(|e| e.epsilon).unwrap_or(f64::INFINITY);
+        let pld = self.pld.epsilon(gaussian_delta).map(|e| e.epsilon).unwrap_or(f64::INFINITY);
+        Spend::of(rdp, pld, basic_epsilon, basic_delta)
+    }
 }
 
 impl Ledger {
@@ -284,8 +588,8 @@ impl Ledger {
         }
         budget.validate()?;
         check_orders(&accounting.orders)?;
-        let (rdp, pld) = accountants(&accounting)?;
-        Ok(Ledger { site, budget, accounting, entries: Vec::new(), rdp, pld })
+        let composed = Composition::empty(&accounting)?;
+        Ok(Ledger { site, budget, accounting, entries: Vec::new(), composed })
     }
 
     pub fn site(&self) -> &str {
@@ -301,12 +605,13 @@ impl Ledger {
         &self.entries
     }
 
-    /// Total ε spent so far, at the budget's δ: the tightest of RDP and PLD.
+    /// Total ε spent so far, at the budget's δ: the tightest of RDP and PLD (each with the
+    /// basic-composition part of the (ε, δ)-DP releases).
     pub fn spent(&self) -> f64 {
         self.spend().epsilon
     }
 
-    /// The total under both accountants, and which one is charged.
+    /// The total under both accountants, which one is charged, and the basic-composition part.
     pub fn spend(&self) -> Spend {
         self.entries.last().map_or(Spend::NOTHING, LedgerEntry::spend_after)
     }
@@ -316,19 +621,18 @@ impl Ledger {
         (self.budget.epsilon - self.spent()).max(0.0)
     }
 
-    /// The totals if `event` were composed next, at `delta`.
-    fn spend_with(&self, event: &Event, delta: f64) -> (RdpAccountant, PldAccountant, Spend) {
-        let (mut rdp, mut pld) = (self.rdp.clone(), self.pld.clone());
-        rdp.compose(event);
-        pld.compose(event);
-        let spend = measure(&rdp, &pld, delta);
-        (rdp, pld, spend)
+    /// The composition and its totals at `delta` if `event` were composed next.
+    fn spend_with(&self, event: &LedgerEvent, delta: f64) -> (Composition, Spend) {
+        let mut composed = self.composed.clone();
+        composed.compose(event);
+        let spend = composed.measure(delta);
+        (composed, spend)
     }
 
     /// What `release` would spend, without recording it.
     pub fn preview(&self, release: &Release) -> Result<Preview, LedgerError> {
         self.check_time(release.time_ms)?;
-        let (_, _, after) = self.spend_with(&release.event, self.budget.delta);
+        let (_, after) = self.spend_with(&release.event, self.budget.delta);
         let spent_before = self.spent();
         Ok(Preview {
             spent_before,
@@ -344,9 +648,9 @@ impl Ledger {
     /// [`LedgerError::InsufficientBudget`] and changes nothing. Call it before sending.
     pub fn try_spend(&mut self, release: Release) -> Result<&LedgerEntry, LedgerError> {
         self.check_time(release.time_ms)?;
-        let (rdp, pld, after) = self.spend_with(&release.event, self.budget.delta);
+        let (composed, after) = self.spend_with(&release.event, self.budget.delta);
         let spent = self.spent();
-        // NaN never fits a budget, so test for "fits" rather than "exceeds".
+        // NaN and +∞ never fit a budget, so test for "fits" rather than "exceeds".
         let fits = after.epsilon <= self.budget.epsilon;
         if !fits {
             return Err(LedgerError::InsufficientBudget {
@@ -355,49 +659,51 @@ impl Ledger {
                 label: release.event.label().to_owned(),
                 spent,
                 spent_after: after.epsilon,
-                cost: after.epsilon - spent,
                 budget: self.budget.epsilon,
                 remaining: (self.budget.epsilon - spent).max(0.0),
                 delta: self.budget.delta,
                 bound: after.bound,
+                basic_delta: after.basic_delta,
             });
         }
-        self.rdp = rdp;
-        self.pld = pld;
-        self.entries.push(LedgerEntry {
+        self.composed = composed;
+        let mut entry = LedgerEntry {
             study: release.study,
             event: release.event,
             time_ms: release.time_ms,
-            epsilon_after: after.epsilon,
-            epsilon_after_rdp: after.rdp,
-            epsilon_after_pld: after.pld,
-            bound: after.bound,
-        });
+            epsilon_after: 0.0,
+            epsilon_after_rdp: 0.0,
+            epsilon_after_pld: 0.0,
+            bound: Bound::Pld,
+            epsilon_after_basic: 0.0,
+            delta_after_basic: 0.0,
+        };
+        entry.set_spend_after(&after);
+        self.entries.push(entry);
         Ok(self.entries.last().expect("just pushed"))
     }
 
-    /// Sets a new budget; refuses one below what is already spent (at the new δ).
+    /// Sets a new budget; refuses one below what is already spent (at the new δ), which includes
+    /// a δ not above what the (ε, δ)-DP releases already use.
     pub fn set_budget(&mut self, budget: Budget) -> Result<(), LedgerError> {
         budget.validate()?;
-        let spent = measure(&self.rdp, &self.pld, budget.delta).epsilon;
-        if spent > budget.epsilon {
+        let now = self.composed.measure(budget.delta);
+        // NaN and +∞ never fit a budget, so test for "fits" rather than "exceeds".
+        let fits = now.epsilon <= budget.epsilon;
+        if !fits {
             return Err(LedgerError::BudgetBelowSpend {
                 site: self.site.clone(),
                 requested: budget.epsilon,
-                spent,
+                spent: now.epsilon,
                 delta: budget.delta,
+                basic_delta: now.basic_delta,
             });
         }
         // Running totals are stated at the budget's δ: restate them at the new one.
-        let (mut rdp, mut pld) = accountants(&self.accounting)?;
+        let mut composed = Composition::empty(&self.accounting)?;
         for e in &mut self.entries {
-            rdp.compose(&e.event);
-            pld.compose(&e.event);
-            let after = measure(&rdp, &pld, budget.delta);
-            e.epsilon_after = after.epsilon;
-            e.epsilon_after_rdp = after.rdp;
-            e.epsilon_after_pld = after.pld;
-            e.bound = after.bound;
+            composed.compose(&e.event);
+            e.set_spend_after(&composed.measure(budget.delta));
         }
         self.budget = budget;
         Ok(())
@@ -425,30 +731,42 @@ impl Ledger {
     }
 
     /// Reads a ledger from JSON, replaying and checking every release. A version-1 file's totals
-    /// (RDP only) are checked against the RDP replay and restated under both accountants.
+    /// (RDP only) are checked against the RDP replay and restated under both accountants; a
+    /// version-2 file is a version-3 one with Gaussian releases only.
     pub fn from_json(json: &str) -> Result<Self, LedgerError> {
         let value: serde_json::Value =
             serde_json::from_str(json).map_err(|e| LedgerError::Malformed(e.to_string()))?;
         let malformed = |e: serde_json::Error| LedgerError::Malformed(e.to_string());
-        match value.get("version") {
-            Some(v) if v.as_u64() == Some(LEDGER_FORMAT_VERSION as u64) => {
+        match value.get("version").and_then(serde_json::Value::as_u64) {
+            Some(version @ (2 | 3)) => {
                 let file: LedgerFile<LedgerEntry> =
                     serde_json::from_value(value).map_err(malformed)?;
+                let approximate = file.releases.iter().find(|e| e.event.gaussian().is_none());
+                if let (2, Some(e)) = (version, approximate) {
+                    return Err(LedgerError::Malformed(format!(
+                        "release '{}' is an (ε, δ)-DP release, which a version-2 ledger cannot \
+                         hold (version 3 can)",
+                        e.event.label()
+                    )));
+                }
                 let stored = file.releases.iter().map(|e| e.epsilon_after).collect();
                 let releases = file.releases.into_iter().map(|e| (e.study, e.event, e.time_ms));
                 Self::replay(file.site, file.budget, file.accounting, releases, stored, |s| {
                     s.epsilon
                 })
             }
-            Some(v) if v.as_u64() == Some(1) => {
+            Some(1) => {
                 let file: LedgerFile<LedgerEntryV1> =
                     serde_json::from_value(value).map_err(malformed)?;
                 let stored = file.releases.iter().map(|e| e.epsilon_after).collect();
-                let releases = file.releases.into_iter().map(|e| (e.study, e.event, e.time_ms));
+                let releases =
+                    file.releases.into_iter().map(|e| (e.study, e.event.into(), e.time_ms));
                 Self::replay(file.site, file.budget, file.accounting, releases, stored, |s| s.rdp)
             }
-            Some(v) => Err(LedgerError::UnsupportedVersion { found: v.to_string() }),
-            None => Err(LedgerError::Malformed("missing field `version`".into())),
+            _ => match value.get("version") {
+                Some(v) => Err(LedgerError::UnsupportedVersion { found: v.to_string() }),
+                None => Err(LedgerError::Malformed("missing field `version`".into())),
+            },
         }
     }
 
@@ -457,7 +775,7 @@ impl Ledger {
         site: String,
         budget: Budget,
         accounting: LedgerAccounting,
-        releases: impl Iterator<Item = (String, Event, u64)>,
+        releases: impl Iterator<Item = (String, LedgerEvent, u64)>,
         stored: Vec<f64>,
         check: impl Fn(&Spend) -> f64,
     ) -> Result<Self, LedgerError> {
@@ -470,6 +788,14 @@ impl Ledger {
                     return Err(LedgerError::Inconsistent(format!(
                         "release #{i} ('{label}') has time {time_ms}, before the previous \
                          release's {last_ms}"
+                    )));
+                }
+                Err(LedgerError::InsufficientBudget { delta, basic_delta, .. })
+                    if delta_exhausted(basic_delta, delta) =>
+                {
+                    return Err(LedgerError::Inconsistent(format!(
+                        "release #{i} ('{label}') takes the δ of the (ε, δ)-DP releases to \
+                         {basic_delta:e}, over the ledger's own budget δ = {delta:e}"
                     )));
                 }
                 Err(LedgerError::InsufficientBudget { spent_after, budget, .. }) => {
@@ -505,21 +831,4 @@ impl Ledger {
         *self = imported;
         Ok(())
     }
-}
-
-/// Empty accountants for `accounting`.
-fn accountants(
-    accounting: &LedgerAccounting,
-) -> Result<(RdpAccountant, PldAccountant), LedgerError> {
-    let rdp = RdpAccountant::with_orders(accounting.orders.clone(), accounting.conversion)?;
-    let pld = PldAccountant::with_interval(accounting.pld_interval).map_err(LedgerError::Pld)?;
-    Ok((rdp, pld))
-}
-
-/// Both totals at `delta`. A PLD too large for the grid is +∞ (RDP is then charged); an RDP
-/// failure is +∞ too, so a release whose cost cannot be bounded never fits a budget.
-fn measure(rdp: &RdpAccountant, pld: &PldAccountant, delta: f64) -> Spend {
-    let rdp = rdp.epsilon(delta).map(|e| e.epsilon).unwrap_or(f64::INFINITY);
-    let pld = pld.epsilon(delta).map(|e| e.epsilon).unwrap_or(f64::INFINITY);
-    Spend::of(rdp, pld)
 }

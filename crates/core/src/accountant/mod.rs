@@ -21,7 +21,8 @@ The pieces, one concept per file:
 - [`comparison`]: every number above for one homogeneous run (what `cape account` prints).
 - [`pld`]: privacy loss distributions (dp-accounting's PLD accountant): the tightest bound,
   used by the ledger beside RDP.
-- [`ledger`]: a site's record of releases against its budget; refuses over-budget requests.
+- [`ledger`]: a site's record of releases against its budget; refuses over-budget requests. It
+  also takes releases known only to be (ε, δ)-DP ([`ApproximateEvent`]), by basic composition.
 
 **Collusion-aware accounting** (spec §5, a \[PROPOSAL\] there): a release whose colluding-adversary view has
 collusion factor c_S has per-release RDP α·c_S/(2z²): it is accounted as a Gaussian release with
@@ -48,7 +49,7 @@ pub mod subsampled;
 pub use comparison::{ComparisonReport, ComparisonRequest, ViewReport};
 pub use conversion::Conversion;
 pub use event::{ApproximateEvent, Event, Mechanism};
-pub use ledger::{Budget, Ledger, LedgerError, Release};
+pub use ledger::{Budget, Ledger, LedgerError, LedgerEvent, Release};
 pub use moments::{MomentsAccountant, MomentsQuadratic};
 pub use pld::{Pld, PldAccountant, PldEpsilon, PldError};
 pub use rdp::{DEFAULT_ORDERS, RdpAccountant};

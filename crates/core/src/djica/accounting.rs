@@ -321,8 +321,5 @@ pub fn ledger_releases(
             )?);
         }
     }
-    Ok(events
-        .into_iter()
-        .map(|event| Release { study: study.to_string(), event, time_ms })
-        .collect())
+    Ok(events.into_iter().map(|event| Release::new(study, event, time_ms)).collect())
 }

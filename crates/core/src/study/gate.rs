@@ -88,7 +88,7 @@ mod tests {
     use crate::accountant::{Budget, Event};
 
     fn release(label: &str, z: f64, time_ms: u64) -> Release {
-        Release { study: "s".into(), event: Event::gaussian(label, z, 1).unwrap(), time_ms }
+        Release::new("s", Event::gaussian(label, z, 1).unwrap(), time_ms)
     }
 
     #[test]

@@ -517,7 +517,7 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
         let c_s = self.params.collusion_factor(u);
         let event = self.params.event(format!("iter/{iteration}"), 1, c_s).ok()?;
         let mirror = self.mirror.as_mut()?;
-        let release = Release { study: "mirror".into(), event, time_ms: 0 };
+        let release = Release::new("mirror", event, 0);
         mirror.try_spend(release).ok().map(|e| e.epsilon_after)
     }
 

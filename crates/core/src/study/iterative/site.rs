@@ -337,7 +337,7 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         let label = format!("iter/1..{}", params.max_iterations);
         let event = params.event(label, u64::from(params.max_iterations), c_s)?;
         let time_ms = self.ledger.with_ledger(|l| gate::release_time(l, now_ms));
-        let release = Release { study, event, time_ms };
+        let release = Release::new(study, event, time_ms);
         self.ledger.with_ledger(|l| gate::preview(l, &[release])).map(|_| ())
     }
 
@@ -538,7 +538,7 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
                 .event(format!("iter/{iteration}"), 1, c_s)
                 .map_err(LedgerError::from)
                 .and_then(|event| {
-                    let release = Release { study, event, time_ms };
+                    let release = Release::new(study, event, time_ms);
                     self.ledger.with_ledger(|l| gate::spend(l, vec![release]))
                 });
             match recorded {

@@ -588,10 +588,7 @@ impl<L: LedgerAccess> MeanSite<L> {
         if conventional {
             events.push(Event::gaussian(query.conventional_label(), z, 1)?);
         }
-        Ok(events
-            .into_iter()
-            .map(|event| Release { study: study.clone(), event, time_ms })
-            .collect())
+        Ok(events.into_iter().map(|event| Release::new(study.clone(), event, time_ms)).collect())
     }
 
     /// Whether the ledger can afford the releases of `attempt`, without recording anything.
