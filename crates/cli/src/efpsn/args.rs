@@ -1,7 +1,5 @@
 //! The flags of `cape efpsn` and `cape efpsn-sweep`, and the problem and run they describe.
 
-use capelab_core::data::Dataset;
-use capelab_core::data::parse_csv;
 use capelab_core::efpsn::basis::BasisSpec;
 use capelab_core::efpsn::epsilon::TheoremInputs;
 use capelab_core::efpsn::graph::{Graph, Topology};
@@ -9,7 +7,7 @@ use capelab_core::efpsn::mask::NoiseLaw;
 use capelab_core::efpsn::messages::Phase1Setup;
 use capelab_core::efpsn::models::ModelKind;
 use capelab_core::efpsn::optimizer::{Optimizer, Phase2Settings};
-use capelab_core::efpsn::problem::Problem;
+use capelab_core::efpsn::problem::{Problem, labelled_csv};
 use capelab_core::efpsn::sim::{Method, RunConfig};
 use capelab_paillier::KeySize;
 
@@ -189,13 +187,8 @@ impl EfpsnCommon {
                         self.data
                     )
                 })?;
-                let table = parse_csv(&text).map_err(|e| format!("{}: {e}", self.data))?;
-                let ft = table
-                    .features_and_target("target")
-                    .map_err(|e| format!("{}: {e}", self.data))?;
-                let classes = ft.target.iter().fold(0.0f64, |m, &y| m.max(y)) as usize + 1;
-                let data =
-                    Dataset::from_rows(&ft.features, &ft.target).map_err(|e| e.to_string())?;
+                let (data, classes) =
+                    labelled_csv(&text).map_err(|e| format!("{}: {e}", self.data))?;
                 let problem = Problem::classification(
                     &data,
                     classes,

@@ -145,6 +145,25 @@ impl EfpsnAgent {
         &self.trace
     }
 
+    /// How many rows the agent's private cost is over.
+    pub fn rows(&self) -> usize {
+        match (&self.cost, &self.optimizer) {
+            (Some(c), _) => c.data.rows(),
+            (None, Some(o)) => o.cost().cost.data.rows(),
+            (None, None) => 0,
+        }
+    }
+
+    /// ∇f̂_i(0), once the perturbed cost is fixed (Phase 2): a function of f̂_i, which is what
+    /// the guarantee protects, so the agent may show it.
+    pub fn perturbed_gradient_at_zero(&self) -> Option<Vec<f64>> {
+        let opt = self.optimizer.as_ref()?;
+        let zero = vec![0.0; opt.x().len()];
+        let mut g = vec![0.0; zero.len()];
+        opt.cost().gradient(&zero, None, &mut g);
+        Some(g)
+    }
+
     pub fn x(&self) -> Option<&[f64]> {
         self.optimizer.as_ref().map(|o| o.x())
     }

@@ -14,6 +14,7 @@ agents, built pairwise with Paillier encryption, so Σ_i f̂_i = Σ_i f_i and th
 - [`problem`]: a data set split over the agents, its test rows and x*.
 - [`optimizer`]: Phase 2's DSGD and gradient tracking, one agent's side.
 - [`messages`]: the messages and the public plan of a run.
+- [`metrics`]: ‖x̄ − x*‖, the test score and the disagreement along a run.
 - [`agent`]: one agent as a sans-IO role: Phase 1, then Phase 2 exchanging iterates.
 - [`attack`]: what a curious neighbour reads from one agent's released gradient.
 - [`bench`]: the workloads `cape bench paillier` times natively and in the browser.
@@ -33,6 +34,7 @@ pub mod epsilon;
 pub mod graph;
 pub mod mask;
 pub mod messages;
+pub mod metrics;
 pub mod models;
 pub mod optimizer;
 pub mod phase1;

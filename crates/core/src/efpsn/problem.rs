@@ -3,8 +3,8 @@
 
 use super::EfpsnError;
 use super::models::{Examples, LocalCost, Model, centralised_minimiser, evaluate};
-use crate::data::Dataset;
 use crate::data::synthetic;
+use crate::data::{Dataset, parse_csv};
 
 #[derive(Clone, Debug)]
 pub struct Problem {
@@ -22,6 +22,96 @@ fn examples(d: &Dataset, scale: f64) -> Result<Examples, EfpsnError> {
         x.extend(d.x.row(r).iter().map(|v| v / scale));
     }
     Examples::new(d.features(), x, d.y.as_slice().to_vec())
+}
+
+/// A labelled CSV (features and a `target` column of class numbers 0, 1, …, as `data/digits.csv`)
+/// as a data set, with its number of classes.
+pub fn labelled_csv(text: &str) -> Result<(Dataset, usize), EfpsnError> {
+    let data = |e: &dyn std::fmt::Display| EfpsnError::Data(e.to_string());
+    let table = parse_csv(text).map_err(|e| data(&e))?;
+    let ft = table.features_and_target("target").map_err(|e| data(&e))?;
+    if let Some(bad) = ft.target.iter().find(|y| !(y.fract() == 0.0 && **y >= 0.0 && **y < 1e4)) {
+        return Err(EfpsnError::Data(format!("target {bad} is not a class number 0, 1, 2, …")));
+    }
+    let classes = ft.target.iter().fold(0.0f64, |m, &y| m.max(y)) as usize + 1;
+    let set = Dataset::from_rows(&ft.features, &ft.target).map_err(|e| data(&e))?;
+    Ok((set, classes))
+}
+
+/// The public split of a labelled data set: the seeded test rows, and the training rows dealt in
+/// order into `agents` equal parts.
+fn split_parts(
+    data: &Dataset,
+    agents: usize,
+    test_fraction: f64,
+    seed: u64,
+) -> Result<(Vec<Dataset>, Dataset), EfpsnError> {
+    let (train, test) =
+        data.split(test_fraction, seed).map_err(|e| EfpsnError::Data(e.to_string()))?;
+    let parts = train.partition(agents).map_err(|e| EfpsnError::Data(e.to_string()))?;
+    Ok((parts, test))
+}
+
+/// How a labelled table becomes a softmax-regression problem over the agents: public, so every
+/// agent derives its own part and the observer the test rows and x* the same way.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClassificationSplit {
+    pub classes: usize,
+    /// The public bound features are divided by (16 for digits' pixel counts).
+    pub feature_bound: f64,
+    pub ridge: f64,
+    pub test_fraction: f64,
+    pub seed: u64,
+}
+
+impl ClassificationSplit {
+    fn check(&self) -> Result<(), EfpsnError> {
+        if !(self.feature_bound > 0.0 && self.feature_bound.is_finite()) {
+            return Err(EfpsnError::Parameter(format!(
+                "feature bound {} must be positive",
+                self.feature_bound
+            )));
+        }
+        if !(self.ridge >= 0.0 && self.ridge.is_finite()) || self.classes < 2 {
+            return Err(EfpsnError::Parameter(format!(
+                "ridge {} (must be ≥ 0) and {} classes (at least 2)",
+                self.ridge, self.classes
+            )));
+        }
+        Ok(())
+    }
+
+    /// Agent `agent`'s private cost: its part of the training rows, and nothing else.
+    pub fn local_cost(
+        &self,
+        data: &Dataset,
+        agent: usize,
+        agents: usize,
+    ) -> Result<LocalCost, EfpsnError> {
+        self.check()?;
+        let (parts, _) = split_parts(data, agents, self.test_fraction, self.seed)?;
+        let part = parts.get(agent).ok_or_else(|| {
+            EfpsnError::Parameter(format!("agent {agent} of a split over {agents}"))
+        })?;
+        LocalCost::new(
+            Model::Softmax { classes: self.classes },
+            examples(part, self.feature_bound)?,
+            self.ridge,
+        )
+    }
+
+    /// The whole problem (every part, the test rows, x*).
+    pub fn problem(&self, data: &Dataset, agents: usize) -> Result<Problem, EfpsnError> {
+        Problem::classification(
+            data,
+            self.classes,
+            agents,
+            self.feature_bound,
+            self.ridge,
+            self.test_fraction,
+            self.seed,
+        )
+    }
 }
 
 impl Problem {
@@ -42,9 +132,7 @@ impl Problem {
                 "feature bound {feature_bound} must be positive"
             )));
         }
-        let (train, test) =
-            data.split(test_fraction, seed).map_err(|e| EfpsnError::Data(e.to_string()))?;
-        let parts = train.partition(agents).map_err(|e| EfpsnError::Data(e.to_string()))?;
+        let (parts, test) = split_parts(data, agents, test_fraction, seed)?;
         let model = Model::Softmax { classes };
         let costs = parts
             .iter()

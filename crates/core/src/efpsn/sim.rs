@@ -11,6 +11,8 @@ use super::agent::{AgentStatus, EfpsnAgent, MaskSource};
 use super::graph::Graph;
 use super::mask::Mask;
 use super::messages::{Phase1Setup, Plan, kind};
+pub use super::metrics::TracePoint;
+use super::metrics::trace_metrics;
 use super::optimizer::Phase2Settings;
 use super::problem::Problem;
 use crate::driver::{Driver, DriverEvent};
@@ -61,18 +63,6 @@ pub struct RunConfig {
 pub struct Phase1Traffic {
     pub messages: u64,
     pub bytes: u64,
-}
-
-/// The metrics at one recorded iteration, of x̄ = (1/n) Σ_i x_i.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TracePoint {
-    pub iteration: u32,
-    /// ‖x̄ − x*‖.
-    pub deviation: f64,
-    /// Test accuracy (softmax) or RMSE (least squares) of x̄.
-    pub score: f64,
-    /// max_i ‖x_i − x̄‖.
-    pub disagreement: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -242,31 +232,7 @@ impl EfpsnSim {
     pub fn report(&self, problem: &Problem) -> RunReport {
         let traces: Vec<&[(u32, Vec<f64>)]> =
             self.agents.iter().map(|a| a.machine.trace()).collect();
-        let d = problem.dim();
-        let n = traces.len() as f64;
-        let mut trace = Vec::new();
-        let mut x_bar = vec![0.0; d];
-        for (row, (iteration, _)) in traces[0].iter().enumerate() {
-            if traces.iter().any(|t| t.get(row).map(|(it, _)| it) != Some(iteration)) {
-                break;
-            }
-            x_bar = vec![0.0; d];
-            for t in &traces {
-                x_bar.iter_mut().zip(&t[row].1).for_each(|(m, v)| *m += v / n);
-            }
-            let disagreement = traces
-                .iter()
-                .map(|t| {
-                    t[row].1.iter().zip(&x_bar).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt()
-                })
-                .fold(0.0, f64::max);
-            trace.push(TracePoint {
-                iteration: *iteration,
-                deviation: problem.deviation(&x_bar),
-                score: problem.score(&x_bar),
-                disagreement,
-            });
-        }
+        let (trace, x_bar) = trace_metrics(problem, &traces, 0);
         let masks: Option<Vec<Mask>> =
             self.agents.iter().map(|a| a.machine.exact_mask().cloned()).collect();
         let largest = self
