@@ -9,6 +9,8 @@ crate: [`crate::secagg`], [`crate::cape`] and the per-site [`crate::accountant::
   [`mean::Query::Regression`]: what a site releases, the model the dashboard fits.
 - [`iterative`]: J rounds of state → noisy local statistic → average → update, with all CAPE
   noise from one upfront SecureAgg run; first instance: the network of [`crate::nn`].
+- [`efpsn`]: EFPSN (seed 003) with every site an agent on a graph, peer to peer; the dashboard
+  announces and observes.
 - [`gate`]: how a site role reaches its privacy ledger, and the all-or-nothing spend that stands
   between a computed release and the message that carries it.
 
@@ -16,6 +18,7 @@ Every study is named by a random [`StudyId`] that travels in each of its message
 two studies in one room never mix.
 */
 
+pub mod efpsn;
 pub mod gate;
 pub mod iterative;
 pub mod mean;

@@ -1,0 +1,436 @@
+//! One tab's side of an EFPSN study: an [`EfpsnAgent`] per run (EFPSN, and the comparison runs
+//! its user allows), fed the neighbours' messages, reporting to the dashboard what it released.
+//!
+//! Before anything of a run is sent, the site checks and records the run's (ε, δ) in its ledger
+//! (EFPSN: Theorem IV.1 for the announced γ and graph). The baseline and the noise-free run are
+//! comparisons whose iterates no guarantee capelab can state covers (the baseline's Gaussian
+//! functional perturbation is not the mechanism Nozari et al. prove ε-DP; the noise-free run
+//! releases exact iterates): a site takes part in them only when its user allowed non-private
+//! comparison runs, and declines otherwise with nothing sent but the refusal.
+
+use capelab_paillier::Keypair;
+
+use super::messages::{Report, RunStatus, StudyBody, StudyMessage};
+use super::residual;
+use super::task::{EfpsnTask, RunPlan};
+use crate::data::Dataset;
+use crate::driver::{Machine, Outgoing};
+use crate::efpsn::EfpsnError;
+use crate::efpsn::agent::{AgentStatus, EfpsnAgent, MaskSource};
+use crate::efpsn::messages::EfpsnMessage;
+use crate::efpsn::sim::Method;
+use crate::rng::CapeRng;
+use crate::secagg;
+use crate::study::StudyId;
+use crate::study::gate::{LedgerAccess, release_time};
+use crate::study::iterative::SiteSettings;
+use crate::wire::{ParticipantId, To};
+
+/// One run on this agent.
+pub struct SiteRun {
+    pub id: StudyId,
+    pub method: Method,
+    agent: Option<EfpsnAgent>,
+    /// Why the run ended here early (a refused message, a stop), or why it was declined.
+    failure: Option<RunStatus>,
+    last: Option<RunStatus>,
+    reported: usize,
+    gradient_sent: bool,
+}
+
+impl SiteRun {
+    pub fn agent(&self) -> Option<&EfpsnAgent> {
+        self.agent.as_ref()
+    }
+
+    pub fn status(&self) -> RunStatus {
+        if let Some(f) = &self.failure {
+            return f.clone();
+        }
+        match self.agent.as_ref().map(EfpsnAgent::status) {
+            None => RunStatus::Failed("not started".into()),
+            Some(AgentStatus::Phase1(p)) => RunStatus::Phase1 {
+                keys: p.keys_received,
+                noise_sent: p.noise_sent,
+                noise_received: p.noise_received,
+                neighbours: p.neighbours,
+            },
+            Some(AgentStatus::Phase2 { iteration }) => RunStatus::Phase2 { iteration },
+            Some(AgentStatus::Done) => RunStatus::Done,
+            Some(AgentStatus::Failed(e)) => RunStatus::Failed(e.to_string()),
+        }
+    }
+
+    /// Whether `status` is news compared with the last report (a Phase-2 step alone is not:
+    /// iterates are reported every `record_every` iterations).
+    fn changed(&self, status: &RunStatus) -> bool {
+        match (&self.last, status) {
+            (Some(RunStatus::Phase2 { .. }), RunStatus::Phase2 { .. }) => false,
+            (last, now) => last.as_ref() != Some(now),
+        }
+    }
+}
+
+pub struct EfpsnStudySite<L> {
+    me: ParticipantId,
+    dashboard: ParticipantId,
+    data: Dataset,
+    ledger: L,
+    settings: SiteSettings,
+    rng: CapeRng,
+    study: Option<StudyId>,
+    task: Option<EfpsnTask>,
+    runs: Vec<SiteRun>,
+    /// Why the whole study was refused on this tab, if it was.
+    declined: Option<String>,
+    /// This agent's part in the dashboard's zero-sum check (SecureAgg over the masks).
+    check: Option<Box<secagg::Site>>,
+}
+
+impl<L: LedgerAccess> EfpsnStudySite<L> {
+    /// The role of participant `me` for studies opened by `dashboard`, on the labelled table
+    /// `data` (the tab's copy: it keeps only its own part of the split).
+    pub fn new(
+        me: ParticipantId,
+        dashboard: ParticipantId,
+        data: Dataset,
+        ledger: L,
+        settings: SiteSettings,
+        rng: CapeRng,
+    ) -> Self {
+        EfpsnStudySite {
+            me,
+            dashboard,
+            data,
+            ledger,
+            settings,
+            rng,
+            study: None,
+            task: None,
+            runs: Vec::new(),
+            declined: None,
+            check: None,
+        }
+    }
+
+    pub fn study(&self) -> Option<StudyId> {
+        self.study
+    }
+
+    pub fn task(&self) -> Option<&EfpsnTask> {
+        self.task.as_ref()
+    }
+
+    pub fn runs(&self) -> &[SiteRun] {
+        &self.runs
+    }
+
+    pub fn declined(&self) -> Option<&str> {
+        self.declined.as_deref()
+    }
+
+    pub fn ledger(&mut self) -> &mut L {
+        &mut self.ledger
+    }
+
+    fn on_start(
+        &mut self,
+        now_ms: u64,
+        study: StudyId,
+        task: EfpsnTask,
+    ) -> Result<Vec<Outgoing>, EfpsnError> {
+        if let Some(current) = self.study {
+            return if current == study {
+                Ok(Vec::new())
+            } else {
+                Err(EfpsnError::Protocol(format!(
+                    "study {study} opened while study {current} runs on this tab"
+                )))
+            };
+        }
+        let Some(index) = task.agents().iter().position(|&p| p == self.me) else {
+            // Not on the graph: nothing to do, nothing to say.
+            return Ok(Vec::new());
+        };
+        self.study = Some(study);
+        let ids: Vec<(StudyId, Method)> =
+            task.runs.iter().map(|r| (r.plan.study, r.method)).collect();
+        let prepared = task.check().and_then(|()| {
+            let cost = task.split.local_cost(&self.data, index, task.agents().len())?;
+            Ok((cost, task.key_size()?))
+        });
+        let (cost, key_size) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                let reason = format!("refused the study: {e}");
+                self.declined = Some(reason.clone());
+                self.runs =
+                    ids.into_iter().map(|(id, method)| declined(id, method, &reason)).collect();
+                self.task = Some(task);
+                return Ok(self.reports());
+            }
+        };
+        let mut out = Vec::new();
+        let runs = task.runs.clone();
+        for run in &runs {
+            let started = self.admit(now_ms, &task, run).and_then(|source| {
+                let source = match source {
+                    Admitted::Exchange => {
+                        MaskSource::Exchange(Box::new(Keypair::generate(key_size, &mut self.rng)))
+                    }
+                    Admitted::Independent => MaskSource::Independent,
+                    Admitted::NoiseFree => MaskSource::NoiseFree,
+                };
+                EfpsnAgent::start(
+                    self.me,
+                    run.plan.clone(),
+                    cost.clone(),
+                    source,
+                    task.record_every,
+                    fork(&mut self.rng),
+                )
+                .map_err(|e| e.to_string())
+            });
+            match started {
+                Ok((agent, first)) => {
+                    out.extend(first);
+                    self.runs.push(SiteRun {
+                        id: run.plan.study,
+                        method: run.method,
+                        agent: Some(agent),
+                        failure: None,
+                        last: None,
+                        reported: 0,
+                        gradient_sent: false,
+                    });
+                }
+                Err(reason) => self.runs.push(declined(run.plan.study, run.method, &reason)),
+            }
+        }
+        self.task = Some(task);
+        out.extend(self.reports());
+        Ok(out)
+    }
+
+    /// Whether this site takes part in `run`, and with which mask; an EFPSN run's (ε, δ) is
+    /// recorded in the ledger here, before anything of it is sent.
+    fn admit(&mut self, now_ms: u64, task: &EfpsnTask, run: &RunPlan) -> Result<Admitted, String> {
+        match run.method {
+            Method::Efpsn => {
+                let eps = task.epsilon_of(run).map_err(|e| e.to_string())?;
+                let study = EfpsnTask::ledger_study_name(run);
+                self.ledger.with_ledger(|ledger| {
+                    let time_ms = release_time(ledger, now_ms);
+                    super::ledger::record_run(ledger, study, &eps, time_ms)
+                })?;
+                Ok(Admitted::Exchange)
+            }
+            Method::Baseline | Method::NoiseFree if !self.settings.allow_nonprivate => {
+                Err(format!(
+                    "declined the {} run: it is a comparison no privacy guarantee covers, and this \
+                 site's user has not allowed non-private comparison runs",
+                    run.method.name()
+                ))
+            }
+            Method::Baseline => Ok(Admitted::Independent),
+            Method::NoiseFree => Ok(Admitted::NoiseFree),
+        }
+    }
+
+    fn on_agent_message(
+        &mut self,
+        now_ms: u64,
+        from: ParticipantId,
+        payload: &[u8],
+    ) -> Result<Vec<Outgoing>, EfpsnError> {
+        let id = EfpsnMessage::decode(payload)?.study;
+        let run = self.runs.iter_mut().find(|r| r.id == id).ok_or_else(|| {
+            EfpsnError::Protocol(format!("participant {from} sent a message of unknown run {id}"))
+        })?;
+        if run.failure.is_some() {
+            return Ok(Vec::new());
+        }
+        let Some(agent) = run.agent.as_mut() else { return Ok(Vec::new()) };
+        let mut out = match agent.handle(now_ms, from, payload) {
+            Ok(out) => out,
+            Err(e) => {
+                // A run cannot skip a message: it stops here, and the dashboard is told why.
+                run.failure = Some(RunStatus::Failed(format!(
+                    "refused a message from participant {from}: {e}"
+                )));
+                Vec::new()
+            }
+        };
+        out.extend(self.reports());
+        Ok(out)
+    }
+
+    /// A report to the dashboard for every run with news.
+    fn reports(&mut self) -> Vec<Outgoing> {
+        let Some(study) = self.study else { return Vec::new() };
+        let mut out = Vec::new();
+        for run in &mut self.runs {
+            let status = run.status();
+            let (iterates, gradient) = match &run.agent {
+                Some(agent) if run.failure.is_none() || run.reported < agent.trace().len() => {
+                    let new = agent.trace()[run.reported..].to_vec();
+                    let gradient =
+                        (!run.gradient_sent).then(|| agent.perturbed_gradient_at_zero()).flatten();
+                    (new, gradient)
+                }
+                _ => (Vec::new(), None),
+            };
+            if !run.changed(&status) && iterates.is_empty() && gradient.is_none() {
+                continue;
+            }
+            run.reported += iterates.len();
+            run.gradient_sent |= gradient.is_some();
+            run.last = Some(status.clone());
+            let msg = StudyMessage {
+                study,
+                body: StudyBody::Report(Report {
+                    run: run.id,
+                    status,
+                    iterates,
+                    gradient_at_zero: gradient,
+                }),
+            };
+            out.push(Outgoing {
+                to: To::One(self.dashboard),
+                kind: msg.kind(),
+                payload: msg.encode(),
+            });
+        }
+        out
+    }
+
+    /// A SecureAgg message of the zero-sum check: this agent's input is its EFPSN mask, which
+    /// leaves only masked (SecureAgg's own pairwise and self masks).
+    fn on_check(&mut self, now_ms: u64, message: &[u8]) -> Result<Vec<Outgoing>, EfpsnError> {
+        let study = self.study.ok_or_else(|| {
+            EfpsnError::Protocol("a zero-sum check before any study started".into())
+        })?;
+        if self.check.is_none() {
+            let mask = self
+                .runs
+                .iter()
+                .find(|r| r.method == Method::Efpsn)
+                .and_then(|r| r.agent())
+                .and_then(EfpsnAgent::exact_mask)
+                .ok_or_else(|| {
+                    EfpsnError::Protocol(
+                        "a zero-sum check before this agent's mask is built".into(),
+                    )
+                })?;
+            let site = secagg::Site::new(
+                self.me,
+                self.dashboard,
+                residual::ring_input(mask),
+                fork(&mut self.rng),
+            )
+            .map_err(|e| EfpsnError::Protocol(format!("the zero-sum check: {e}")))?;
+            self.check = Some(Box::new(site));
+        }
+        let site = self.check.as_mut().expect("set above");
+        let out = site
+            .handle(now_ms, self.dashboard, message)
+            .map_err(|e| EfpsnError::Protocol(format!("the zero-sum check: {e}")))?;
+        Ok(residual::wrap(study, out, &[self.dashboard]))
+    }
+
+    /// Ends `which` run (all when `None`) here, keeping what it reached.
+    fn stop_runs(&mut self, which: Option<StudyId>, reason: &str) {
+        for run in &mut self.runs {
+            if which.is_none_or(|id| id == run.id) && !run.status().is_over() {
+                run.failure = Some(RunStatus::Failed(reason.to_owned()));
+            }
+        }
+    }
+}
+
+enum Admitted {
+    Exchange,
+    Independent,
+    NoiseFree,
+}
+
+fn declined(id: StudyId, method: Method, reason: &str) -> SiteRun {
+    SiteRun {
+        id,
+        method,
+        agent: None,
+        failure: Some(RunStatus::Declined(reason.to_owned())),
+        last: None,
+        reported: 0,
+        gradient_sent: false,
+    }
+}
+
+/// An independent generator keyed from `rng`.
+fn fork(rng: &mut CapeRng) -> CapeRng {
+    use rand_core::SeedableRng;
+    CapeRng::from_seed(rand::RngExt::random(rng))
+}
+
+impl<L: LedgerAccess> Machine for EfpsnStudySite<L> {
+    type Error = EfpsnError;
+
+    fn handle(
+        &mut self,
+        now_ms: u64,
+        from: ParticipantId,
+        payload: &[u8],
+    ) -> Result<Vec<Outgoing>, EfpsnError> {
+        if from != self.dashboard {
+            return self.on_agent_message(now_ms, from, payload);
+        }
+        let msg = StudyMessage::decode(payload)?;
+        match msg.body {
+            StudyBody::Start(task) => self.on_start(now_ms, msg.study, *task),
+            StudyBody::Stop { run: None, reason } if Some(msg.study) == self.study => {
+                self.stop_runs(None, &format!("the dashboard stopped the study: {reason}"));
+                Ok(self.reports())
+            }
+            StudyBody::Stop { run: Some(run), reason } if Some(msg.study) == self.study => {
+                self.stop_runs(Some(run), &reason);
+                Ok(self.reports())
+            }
+            StudyBody::Stop { .. } => Ok(Vec::new()),
+            StudyBody::SecAgg(message) => self.on_check(now_ms, &message),
+            StudyBody::Report(_) => Err(EfpsnError::Protocol("a report sent to an agent".into())),
+        }
+    }
+
+    fn handle_departure(
+        &mut self,
+        now_ms: u64,
+        who: ParticipantId,
+    ) -> Result<Vec<Outgoing>, EfpsnError> {
+        if let Some(check) = self.check.as_mut() {
+            // Only the dashboard's departure matters to it (it then stops waiting).
+            let _ = check.handle_departure(now_ms, who);
+        }
+        for run in &mut self.runs {
+            if run.failure.is_some() {
+                continue;
+            }
+            let Some(agent) = run.agent.as_mut() else { continue };
+            if let Err(e) = agent.handle_departure(now_ms, who) {
+                run.failure = Some(RunStatus::Failed(e.to_string()));
+            } else if let Some(j) = agent.plan().agent_of(who)
+                && !run.status().is_over()
+            {
+                // Not a neighbour, but its neighbours stop: the run cannot finish anywhere.
+                run.failure = Some(RunStatus::Failed(format!(
+                    "agent {j} (participant {who}) left, so its neighbours stopped and this run \
+                     cannot finish; the iterates so far are kept"
+                )));
+            }
+        }
+        Ok(self.reports())
+    }
+
+    fn is_finished(&self) -> bool {
+        self.study.is_some() && self.runs.iter().all(|r| r.status().is_over())
+    }
+}

@@ -1,0 +1,234 @@
+//! The EFPSN study of the room (dashboard observer + agent tabs) end to end in one process:
+//! real Paillier Phase 1, Phase 2 among the agents, reports to the dashboard, consent for the
+//! comparison runs, departures and bad tasks.
+
+use capelab_core::accountant::{Budget, Ledger};
+use capelab_core::data::Dataset;
+use capelab_core::efpsn::basis::BasisSpec;
+use capelab_core::efpsn::epsilon::TheoremInputs;
+use capelab_core::efpsn::graph::{Graph, Topology};
+use capelab_core::efpsn::mask::NoiseLaw;
+use capelab_core::efpsn::messages::{Phase1Setup, Plan};
+use capelab_core::efpsn::models::Model;
+use capelab_core::efpsn::optimizer::{Optimizer, Phase2Settings};
+use capelab_core::efpsn::problem::ClassificationSplit;
+use capelab_core::efpsn::sim::Method;
+use capelab_core::rng::derive;
+use capelab_core::study::StudyId;
+use capelab_core::study::efpsn::sim::StudySim;
+use capelab_core::study::efpsn::{EfpsnTask, Residual, RunPlan, RunStatus};
+use capelab_core::study::iterative::SiteSettings;
+use capelab_core::wire::ParticipantId;
+use rand_distr::{Distribution, Normal};
+
+const CLASSES: usize = 3;
+const FEATURES: usize = 6;
+
+/// Three Gaussian blobs in [0, 8]^6 (a small stand-in for digits' 0..16 pixels).
+fn blobs(rows: usize) -> Dataset {
+    let mut rng = derive(11, "blobs");
+    let noise = Normal::new(0.0, 1.5).unwrap();
+    let mut x = Vec::new();
+    let mut y = Vec::new();
+    for r in 0..rows {
+        let class = r % CLASSES;
+        x.push(
+            (0..FEATURES)
+                .map(|j| {
+                    let centre = if j % CLASSES == class { 6.0 } else { 2.0 };
+                    f64::clamp(centre + noise.sample(&mut rng), 0.0, 8.0)
+                })
+                .collect::<Vec<f64>>(),
+        );
+        y.push(class as f64);
+    }
+    Dataset::from_rows(&x, &y).unwrap()
+}
+
+fn task(agents: &[ParticipantId], methods: &[Method], key_bits: u32) -> EfpsnTask {
+    let n = agents.len();
+    let graph = Graph::build(Topology::Ring, n, 0).unwrap();
+    let model = Model::Softmax { classes: CLASSES };
+    let variables = model.bias_indices(FEATURES);
+    let runs = methods
+        .iter()
+        .enumerate()
+        .map(|(i, &method)| RunPlan {
+            method,
+            plan: Plan {
+                study: StudyId([i as u8 + 1; 16]),
+                graph: graph.clone(),
+                agents: agents.to_vec(),
+                setup: Phase1Setup {
+                    basis: BasisSpec {
+                        max_degree: 1,
+                        variables: variables.len() as u32,
+                        size: variables.len() as u32 + 1,
+                        seed: 5,
+                    },
+                    law: NoiseLaw { gamma: 1e3, decay: 1.0, precision: 6 },
+                },
+                phase2: Phase2Settings {
+                    optimizer: Optimizer::Tracking,
+                    iterations: 400,
+                    step: 1.0,
+                    decay: 0.0,
+                    batch: None,
+                },
+                variables: variables.clone(),
+            },
+        })
+        .collect();
+    EfpsnTask {
+        runs,
+        split: ClassificationSplit {
+            classes: CLASSES,
+            feature_bound: 8.0,
+            ridge: 1e-3,
+            test_fraction: 0.25,
+            seed: 3,
+        },
+        key_bits,
+        record_every: 50,
+        theorem: TheoremInputs::spec_default(1e3, 1e-6),
+    }
+}
+
+fn ledger(i: usize) -> Ledger {
+    Ledger::new(format!("site {i}"), Budget::new(50.0, 1e-5).unwrap()).unwrap()
+}
+
+const ALL: [Method; 3] = [Method::Efpsn, Method::Baseline, Method::NoiseFree];
+
+#[test]
+fn efpsn_matches_noise_free_on_the_dashboard_while_each_agent_hides_behind_its_mask() {
+    let data = blobs(480);
+    let consent = SiteSettings { allow_nonprivate: true };
+    let mut sim = StudySim::start(4, &data, consent, ledger, |a| task(a, &ALL, 1024), 1).unwrap();
+    sim.run().unwrap();
+    assert!(sim.finished());
+    let runs = sim.dashboard.machine.runs();
+    for run in runs {
+        assert!(run.status.iter().all(|s| *s == RunStatus::Done), "{:?}", run.status);
+        assert_eq!(run.trace.last().unwrap().iteration, 400, "{}", run.method.name());
+    }
+    let efpsn = &runs[0];
+    let (baseline, exact) = (&runs[1], &runs[2]);
+    let (e, b, f) =
+        (efpsn.trace.last().unwrap(), baseline.trace.last().unwrap(), exact.trace.last().unwrap());
+    // The masks cancel: EFPSN ends where the noise-free run ends; the baseline does not.
+    assert!((e.score - f.score).abs() <= 0.01, "EFPSN {} vs noise-free {}", e.score, f.score);
+    assert!(e.deviation < 0.05 * b.deviation, "EFPSN {} vs baseline {}", e.deviation, b.deviation);
+    assert!(f.score > 0.8, "noise-free accuracy {}", f.score);
+    // Each agent's ∇f̂_i(0) is far from its ∇f_i(0), their sum is not.
+    let g_exact: Vec<Vec<f64>> =
+        exact.gradient_at_zero.iter().map(|g| g.clone().unwrap()).collect();
+    let g_efpsn: Vec<Vec<f64>> =
+        efpsn.gradient_at_zero.iter().map(|g| g.clone().unwrap()).collect();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let diff =
+        |a: &[f64], b: &[f64]| norm(&a.iter().zip(b).map(|(x, y)| x - y).collect::<Vec<_>>());
+    for (p, q) in g_efpsn.iter().zip(&g_exact) {
+        assert!(
+            diff(p, q) > 10.0 * norm(q),
+            "an agent's mask is small: {} vs {}",
+            diff(p, q),
+            norm(q)
+        );
+    }
+    let (sum_e, sum_f) = (efpsn.gradient_sum().unwrap(), exact.gradient_sum().unwrap());
+    assert!(diff(&sum_e, &sum_f) < 1e-9 * g_efpsn.iter().map(|g| norm(g)).sum::<f64>());
+    // The dashboard's SecureAgg over the integer masks: exactly zero, every coordinate.
+    let residual = sim.dashboard.machine.residual();
+    assert!(residual.is_exactly_zero(), "{residual:?}");
+    let Residual::Done { residual, .. } = residual else { unreachable!() };
+    assert_eq!(residual.len(), CLASSES + 1, "one sum per mask coefficient");
+    // The EFPSN run's (ε, δ) is on every agent's ledger, the comparisons are not.
+    for site in &mut sim.sites {
+        let ledger = site.machine.ledger();
+        assert_eq!(ledger.entries().len(), 1, "{:?}", ledger.entries());
+        assert!(ledger.entries()[0].study.starts_with("efpsn/efpsn/"));
+    }
+}
+
+#[test]
+fn without_consent_a_site_declines_the_comparison_runs_and_efpsn_still_runs() {
+    let data = blobs(240);
+    let no = SiteSettings { allow_nonprivate: false };
+    let mut sim = StudySim::start(3, &data, no, ledger, |a| task(a, &ALL, 1024), 2).unwrap();
+    sim.run().unwrap();
+    let runs = sim.dashboard.machine.runs();
+    assert!(runs[0].status.iter().all(|s| *s == RunStatus::Done));
+    for run in &runs[1..] {
+        for s in &run.status {
+            let RunStatus::Declined(reason) = s else { panic!("{s:?}") };
+            assert!(reason.contains("not allowed non-private comparison runs"), "{reason}");
+        }
+    }
+}
+
+#[test]
+fn a_site_whose_budget_the_run_would_exceed_declines_it_with_nothing_sent() {
+    let data = blobs(240);
+    let yes = SiteSettings { allow_nonprivate: true };
+    // Site 1's budget is below the run's ε: it declines; without it the others cannot finish.
+    let small = |i: usize| {
+        let eps = if i == 1 { 0.01 } else { 50.0 };
+        Ledger::new(format!("site {i}"), Budget::new(eps, 1e-5).unwrap()).unwrap()
+    };
+    let mut sim =
+        StudySim::start(3, &data, yes, small, |a| task(a, &[Method::Efpsn], 1024), 5).unwrap();
+    sim.run().unwrap();
+    let run = &sim.dashboard.machine.runs()[0];
+    let RunStatus::Declined(why) = &run.status[1] else { panic!("{:?}", run.status[1]) };
+    assert!(
+        why.contains("insufficient privacy budget") && why.contains("nothing was recorded or sent"),
+        "{why}"
+    );
+    assert!(sim.sites[1].machine.ledger().entries().is_empty());
+    // Site 1 never sent a key: the dashboard stops the run on the others, naming why.
+    for i in [0, 2] {
+        let RunStatus::Failed(why) = &run.status[i] else { panic!("{:?}", run.status[i]) };
+        assert!(why.starts_with("agent 1 declined this run: insufficient privacy budget"), "{why}");
+    }
+    assert!(sim.finished());
+}
+
+#[test]
+fn a_task_with_a_bad_key_size_is_declined_by_every_agent_naming_it() {
+    let data = blobs(240);
+    let yes = SiteSettings { allow_nonprivate: true };
+    let built = StudySim::start(3, &data, yes, ledger, |a| task(a, &[Method::Efpsn], 512), 3);
+    // The dashboard's own check refuses it before anything is sent.
+    let err = built.err().expect("refused").to_string();
+    assert!(err.contains("512-bit"), "{err}");
+}
+
+#[test]
+fn an_agent_leaving_in_phase_2_is_named_by_its_neighbours_and_the_dashboard() {
+    let data = blobs(240);
+    let yes = SiteSettings { allow_nonprivate: true };
+    let mut sim =
+        StudySim::start(4, &data, yes, ledger, |a| task(a, &[Method::NoiseFree], 1024), 4).unwrap();
+    // Deliver a little, then site 2 leaves.
+    for _ in 0..6 {
+        sim.dashboard.pump(0);
+        for s in &mut sim.sites {
+            s.pump(0);
+        }
+    }
+    let leaving = sim.sites[2].transport.id();
+    sim.room.disconnect(leaving);
+    sim.sites.remove(2);
+    sim.run().unwrap();
+    let run = &sim.dashboard.machine.runs()[0];
+    let RunStatus::Failed(own) = &run.status[2] else { panic!("{:?}", run.status[2]) };
+    assert!(own.contains("left the room"), "{own}");
+    for i in [0, 1, 3] {
+        let RunStatus::Failed(why) = &run.status[i] else { panic!("{:?}", run.status[i]) };
+        assert!(why.contains(&format!("participant {leaving}")), "{why}");
+    }
+    assert!(sim.finished());
+    // What was reported before the departure is kept.
+    assert!(!run.iterates[0].is_empty());
+}
