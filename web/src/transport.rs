@@ -15,6 +15,7 @@ references, so dropping the last handle closes the socket and cancels any retry.
 */
 
 mod link;
+mod pace;
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -29,6 +30,7 @@ use web_sys::{CloseEvent, Event, MessageEvent, WebSocket};
 
 pub use link::{Hello, Identity, LinkStatus};
 use link::{Link, Step};
+use pace::Pacer;
 
 /// The relay's websocket address for the page's own origin: `ws(s)://{host}/ws`.
 pub fn relay_url() -> Option<String> {
@@ -52,6 +54,9 @@ struct Inner {
     retry: Option<Timeout>,
     events: VecDeque<TransportEvent>,
     wake: Rc<dyn Fn()>,
+    /// Frames over the relay's rate wait here (created at the first send after `Welcome`).
+    pacer: Option<Pacer>,
+    flush: Option<Timeout>,
 }
 
 /// A live `WebSocket` and the callbacks that must outlive it.
@@ -84,6 +89,8 @@ impl WsTransport {
             retry: None,
             events: VecDeque::new(),
             wake: Rc::new(wake),
+            pacer: None,
+            flush: None,
         }));
         open_socket(&inner);
         WsTransport { inner }
@@ -107,16 +114,51 @@ impl WsTransport {
 
 impl Transport for WsTransport {
     fn send(&mut self, to: To, kind: &str, payload: &[u8]) -> Result<(), TransportError> {
-        let inner = self.inner.borrow();
-        let text = inner.link.prepare_send(to, kind, payload)?;
-        let socket = inner.socket.as_ref().ok_or(TransportError::NotConnected)?;
-        // `send` throws only when the socket is not open; the close event follows and reconnects.
-        socket.ws.send_with_str(&text).map_err(|_| TransportError::NotConnected)
+        {
+            let mut inner = self.inner.borrow_mut();
+            let text = inner.link.prepare_send(to, kind, payload)?;
+            inner.socket.as_ref().ok_or(TransportError::NotConnected)?;
+            let rate = inner.link.identity().map_or(50, |i| i.limits.max_messages_per_second);
+            inner.pacer.get_or_insert_with(|| Pacer::new(rate, js_sys::Date::now())).push(text);
+        }
+        flush(&self.inner)
     }
 
     fn poll_event(&mut self) -> Option<TransportEvent> {
         self.inner.borrow_mut().events.pop_front()
     }
+}
+
+/// Sends the frames the pacer lets go now; the rest wait for a timer.
+fn flush(this: &Rc<RefCell<Inner>>) -> Result<(), TransportError> {
+    let mut inner = this.borrow_mut();
+    let Some(pacer) = inner.pacer.as_mut() else { return Ok(()) };
+    let due = pacer.due(js_sys::Date::now());
+    let wait = pacer.wait_ms();
+    let mut result = Ok(());
+    if let Some(socket) = inner.socket.as_ref() {
+        for text in due {
+            // `send` throws only when the socket is not open; the close event follows and
+            // reconnects.
+            if socket.ws.send_with_str(&text).is_err() {
+                result = Err(TransportError::NotConnected);
+            }
+        }
+    } else if !due.is_empty() {
+        result = Err(TransportError::NotConnected);
+    }
+    if inner.flush.is_none()
+        && let Some(ms) = wait
+    {
+        let weak = Rc::downgrade(this);
+        inner.flush = Some(Timeout::new(ms, move || {
+            if let Some(this) = weak.upgrade() {
+                this.borrow_mut().flush = None;
+                let _ = flush(&this);
+            }
+        }));
+    }
+    result
 }
 
 /// Opens a new socket and wires its callbacks to the link.
