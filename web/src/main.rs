@@ -16,6 +16,7 @@ Components render signals and never run protocol steps: protocols live in `capel
 mod app;
 mod components;
 mod download;
+mod fetch;
 mod ledger_report;
 mod ledger_store;
 mod local_data;

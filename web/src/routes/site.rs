@@ -8,6 +8,7 @@ use crate::components::connection_badge::ConnectionBadge;
 use crate::components::fold::Fold;
 use crate::components::presence_list::PresenceList;
 use crate::components::refusals::RelayNotices;
+use crate::components::study::efpsn_site_panel::EfpsnSitePanel;
 use crate::components::study::ica_site_panel::{IcaSitePanel, OwnDataCard};
 use crate::components::study::ledger_panel::LedgerPanel;
 use crate::components::study::local_data_panel::LocalDataPanel;
@@ -94,6 +95,7 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
             </Show>
             <NnSitePanel study />
             <IcaSitePanel study />
+            <EfpsnSitePanel study />
             <LedgerPanel study />
             <section class="card peers" class:stale=move || !connected()>
                 <h2>"In this room"</h2>

@@ -18,7 +18,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-use capelab_core::driver::{Driver, DriverEvent};
+use capelab_core::driver::{Driver, DriverEvent, Machine};
 use capelab_core::rng::os_rng;
 use capelab_core::study::StudyId;
 use capelab_core::study::mean::{
@@ -30,6 +30,7 @@ use capelab_core::wire::{ParticipantId, Role, To};
 use gloo::timers::callback::Timeout;
 use leptos::prelude::*;
 
+use super::efpsn_run::{DIGITS_URL, EfpsnFields, EfpsnLive, EfpsnRun};
 use super::form::{FormError, MeanForm, NnForm};
 use super::ica_form::IcaForm;
 use super::ica_run::IcaLive;
@@ -101,6 +102,10 @@ pub struct DashboardView {
     pub nn_rounds: RwSignal<Vec<NnFinished>>,
     /// The running Joint ICA study, or the last one (its `finished` says which).
     pub ica: RwSignal<Option<IcaLive>>,
+    /// The running EFPSN study, or the last one (its `finished` says which).
+    pub efpsn: RwSignal<Option<EfpsnLive>>,
+    /// The EFPSN study is fetching its data set and computing x* before it starts.
+    pub efpsn_preparing: RwSignal<bool>,
 }
 
 impl DashboardView {
@@ -109,6 +114,8 @@ impl DashboardView {
         self.live.with(Option::is_some)
             || self.nn_live.with(Option::is_some)
             || self.ica.with(|i| i.as_ref().is_some_and(|i| !i.finished))
+            || self.efpsn.with(|e| e.as_ref().is_some_and(|e| !e.finished))
+            || self.efpsn_preparing.get()
     }
 }
 
@@ -134,6 +141,8 @@ struct Inner {
     ica_running: bool,
     ica_deadline: Option<u64>,
     ica_count: usize,
+    efpsn: Option<EfpsnRun>,
+    efpsn_count: usize,
     reports: BTreeMap<ParticipantId, LedgerReport>,
     timer: Option<Timeout>,
 }
@@ -201,6 +210,8 @@ impl DashboardStudy {
             nn_live: RwSignal::new(None),
             nn_rounds: RwSignal::new(Vec::new()),
             ica: RwSignal::new(None),
+            efpsn: RwSignal::new(None),
+            efpsn_preparing: RwSignal::new(false),
         };
         let inner = Rc::new(RefCell::new(Inner {
             room,
@@ -213,6 +224,8 @@ impl DashboardStudy {
             ica_running: false,
             ica_deadline: None,
             ica_count: 0,
+            efpsn: None,
+            efpsn_count: 0,
             reports: BTreeMap::new(),
             timer: None,
         }));
@@ -296,6 +309,43 @@ impl DashboardStudy {
         });
     }
 
+    /// Starts an EFPSN study among the present sites: fetches the data set (the app's copy of
+    /// digits), computes x*, then announces the task. The agents run it among themselves.
+    pub fn start_efpsn(&self, fields: EfpsnFields) {
+        if self.view.busy() {
+            self.view
+                .start_error
+                .set(Some("A study is running: wait for it to end or stop it.".into()));
+            return;
+        }
+        let this = *self;
+        self.view.efpsn_preparing.set(true);
+        self.view.start_error.set(None);
+        leptos::task::spawn_local(async move {
+            let data = crate::fetch::labelled_table(DIGITS_URL).await;
+            this.view.efpsn_preparing.set(false);
+            let (data, classes) = match data {
+                Ok(d) => d,
+                Err(e) => {
+                    this.view.start_error.set(Some(e));
+                    return;
+                }
+            };
+            this.start_study(Ok::<_, FormError>, |inner, ws, sites, names| {
+                let task = fields.task(&sites, classes, data.features())?;
+                let me =
+                    inner.room.me.get_untracked().map(|p| p.id).ok_or("not in the room yet")?;
+                let transport =
+                    StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+                inner.efpsn_count += 1;
+                let number = inner.efpsn_count;
+                inner.efpsn =
+                    Some(EfpsnRun::start(number, me, task, &data, transport, names, wall_ms())?);
+                Ok(())
+            });
+        });
+    }
+
     /// Every study's start: unless a study is running or the page is offline, reads the form
     /// for the sites present and hands it to `open` with the socket and the sites' names; shows
     /// why not otherwise.
@@ -350,7 +400,10 @@ impl DashboardStudy {
             FromWorker::Refused(reason) => {
                 web_sys::console::warn_1(&format!("capelab worker: {reason}").into());
             }
-            FromWorker::Ready | FromWorker::Ledger { .. } | FromWorker::View(_) => {}
+            FromWorker::Ready
+            | FromWorker::Ledger { .. }
+            | FromWorker::View(_)
+            | FromWorker::EfpsnView(_) => {}
         }
         self.settle();
     }
@@ -400,6 +453,10 @@ impl DashboardStudy {
             if let (true, Some(worker)) = (inner.ica_running, inner.ica_worker.as_ref()) {
                 worker.post(&ToWorker::IcaStop { reason: "the teacher stopped it".into() });
             }
+            if let Some(run) = inner.efpsn.as_mut().filter(|r| !r.is_finished()) {
+                let out = run.driver.machine.stop("the teacher stopped it");
+                run.driver.send(wall_ms(), out);
+            }
             if let Some(run) = inner.run.as_mut() {
                 let now = run.now();
                 let out = run.driver.machine.stop(now, "the teacher stopped it");
@@ -441,7 +498,16 @@ impl DashboardStudy {
             let Some(inner) = self.inner() else { return };
             let mut inner = inner.borrow_mut();
             let log = inner.log.clone();
-            if let Some(nn) = inner.nn.as_mut() {
+            let efpsn = inner.efpsn.as_mut().filter(|r| !r.is_finished());
+            let for_efpsn = match event {
+                TransportEvent::Message { kind, .. } => kind.starts_with("efpsn/"),
+                _ => efpsn.is_some(),
+            };
+            if for_efpsn {
+                let Some(run) = efpsn else { return };
+                log.borrow_mut().note_received(wall_ms(), event);
+                run.driver.feed(wall_ms(), event.clone());
+            } else if let Some(nn) = inner.nn.as_mut() {
                 log.borrow_mut().note_received(wall_ms(), event);
                 nn.driver.feed(wall_ms(), event.clone());
             } else if let (true, Some(worker)) = (inner.ica_running, inner.ica_worker.as_ref()) {
@@ -473,6 +539,9 @@ impl DashboardStudy {
             if let Some(nn) = inner.nn.as_mut() {
                 nn.driver.fire_timeout(wall_ms());
             }
+            if let Some(run) = inner.efpsn.as_mut() {
+                run.driver.fire_timeout(wall_ms());
+            }
             let due = inner.ica_running && inner.ica_deadline.is_some_and(|d| d <= wall_ms());
             if due {
                 inner.ica_deadline = None;
@@ -491,7 +560,7 @@ impl DashboardStudy {
     /// After any input: finish, pause or resume the clock, re-arm the timer, publish.
     fn settle(&self) {
         let Some(inner) = self.inner() else { return };
-        let (live, rounds, nn_live, nn_rounds, lines, total) = {
+        let (live, rounds, nn_live, nn_rounds, efpsn, lines, total) = {
             let mut guard = inner.borrow_mut();
             let inner = &mut *guard;
             let finished = inner.run.as_ref().and_then(|run| {
@@ -530,13 +599,24 @@ impl DashboardStudy {
                     u32::try_from(deadline.saturating_sub(run.clock.now(wall))).unwrap_or(u32::MAX),
                 )
             });
-            inner.timer =
-                wait.or(nn_wait).or(ica_wait).map(|ms| Timeout::new(ms, move || this.on_timer()));
+            let efpsn_wait = inner.efpsn.as_ref().and_then(|run| {
+                let deadline = run.driver.machine.poll_timeout()?;
+                Some(u32::try_from(deadline.saturating_sub(wall_ms())).unwrap_or(u32::MAX))
+            });
+            inner.timer = wait
+                .or(nn_wait)
+                .or(ica_wait)
+                .or(efpsn_wait)
+                .map(|ms| Timeout::new(ms, move || this.on_timer()));
             let live = inner.run.as_ref().map(Run::live);
             let nn_live = inner.nn.as_ref().map(NnRun::live);
+            let efpsn = inner.efpsn.as_ref().map(EfpsnRun::live);
             let log = inner.log.borrow();
-            (live, rounds, nn_live, nn_rounds, log.lines(), log.total())
+            (live, rounds, nn_live, nn_rounds, efpsn, log.lines(), log.total())
         };
+        if efpsn.is_some() && efpsn != self.view.efpsn.get_untracked() {
+            self.view.efpsn.set(efpsn);
+        }
         self.view.live.set(live);
         if let Some(rounds) = rounds {
             self.view.rounds.set(rounds);
@@ -553,7 +633,10 @@ impl DashboardStudy {
 impl Inner {
     /// Whether a study of any kind is running.
     fn busy(&self) -> bool {
-        self.run.is_some() || self.nn.is_some() || self.ica_running
+        self.run.is_some()
+            || self.nn.is_some()
+            || self.ica_running
+            || self.efpsn.as_ref().is_some_and(|e| !e.is_finished())
     }
 }
 

@@ -8,6 +8,8 @@ The protocol drivers: the one place where transport events meet the private-mean
 - [`form`]: the dashboard's study forms, checked by the core before anything is sent.
 - [`ica_form`], [`ica_run`]: the Joint ICA study (capePCA, then capeDJICA) on the dashboard; each
   site's part runs in its Web Worker ([`crate::worker`]).
+- [`efpsn_run`]: the EFPSN study (seed 003) on the dashboard: the task from the form, the core's
+  observer; each site's agent runs in its Web Worker (Paillier is heavy).
 - [`nn_run`]: the NN study (CAPE gradient descent): the core's `IterativeAggregator` on the
   dashboard; [`dashboard`] and [`site`] route its messages (one study at a time per tab).
 
@@ -15,6 +17,7 @@ Components render these drivers' signals and call their methods; they never run 
 */
 
 pub mod dashboard;
+pub mod efpsn_run;
 pub mod form;
 pub mod ica_form;
 pub mod ica_run;

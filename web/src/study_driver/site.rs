@@ -47,6 +47,7 @@ use crate::local_data::{DataSource, fresh_seed};
 use crate::public_bounds::{self, BoundsAnnouncement, PreparedNote};
 use crate::roster::display_name;
 use crate::session::RoomState;
+use crate::worker::efpsn::EfpsnSiteView;
 use crate::worker::host::WorkerHost;
 use crate::worker::protocol::{FromWorker, OwnData, ToWorker};
 use crate::worker::view::IcaSiteView;
@@ -131,6 +132,8 @@ pub struct SiteView {
     pub nn: RwSignal<Option<NnSiteView>>,
     /// The site's part in a Joint ICA study, as its worker reports it.
     pub ica: RwSignal<Option<IcaSiteView>>,
+    /// The site's agent in an EFPSN study, as its worker reports it.
+    pub efpsn: RwSignal<Option<EfpsnSiteView>>,
     /// A data matrix loaded for Joint ICA studies (instead of generated subjects).
     pub ica_file: RwSignal<Option<OwnData>>,
     /// Where this site's values come from; the Local data panel edits it.
@@ -165,6 +168,12 @@ struct Inner {
     /// The Joint ICA worker (kept between its capePCA and capeDJICA steps: it holds the data).
     ica: Option<WorkerHost>,
     ica_active: bool,
+    /// The worker runs this tab's EFPSN agent (`efpsn/…` and departures go to it).
+    efpsn_active: bool,
+    /// While the data set is being fetched: the EFPSN messages that arrived meanwhile, in order.
+    efpsn_waiting: Option<Vec<ToWorker>>,
+    /// The app's copy of the data set, once fetched.
+    digits: Option<Rc<String>>,
     /// Ledger entries of the running study already saved and reported.
     saved: usize,
     /// The public bounds a dashboard announced for its next regression study.
@@ -181,6 +190,7 @@ impl SiteStudy {
             study: RwSignal::new(None),
             nn: RwSignal::new(None),
             ica: RwSignal::new(None),
+            efpsn: RwSignal::new(None),
             ica_file: RwSignal::new(None),
             data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
             prepared: RwSignal::new(None),
@@ -196,6 +206,9 @@ impl SiteStudy {
             nn: None,
             ica: None,
             ica_active: false,
+            efpsn_active: false,
+            efpsn_waiting: None,
+            digits: None,
             saved: 0,
             bounds: None,
             log: Rc::new(RefCell::new(WireLog::default())),
@@ -245,8 +258,14 @@ impl SiteStudy {
                     ),
                 }
             }
+            TransportEvent::Message { from, kind: k, payload } if k.starts_with("efpsn/") => {
+                self.on_efpsn(*from, k, payload);
+            }
             TransportEvent::Message { kind: k, .. } if is_study_kind(k) => self.feed(event),
-            TransportEvent::PeerLeft(_) => self.feed(event),
+            TransportEvent::PeerLeft(peer) => {
+                self.forward_efpsn(ToWorker::EfpsnDeparture { who: peer.id });
+                self.feed(event);
+            }
             _ => {}
         }
     }
@@ -307,6 +326,7 @@ impl SiteStudy {
                 let site = MeanSite::new(me.id, from, rows, ledger, os_rng());
                 inner.nn = None;
                 inner.ica_active = false;
+                inner.efpsn_active = false;
                 let transport =
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                 inner.run = Some(Driver::new(transport, site));
@@ -372,6 +392,7 @@ impl SiteStudy {
                 inner.nn = Some(Driver::new(transport, site));
                 inner.run = None;
                 inner.ica_active = false;
+                inner.efpsn_active = false;
                 inner.saved = 0;
             }
         }
@@ -429,6 +450,7 @@ impl SiteStudy {
         guard.run = None;
         guard.nn = None;
         guard.ica_active = true;
+        guard.efpsn_active = false;
         let seed = match self.view.data.get_untracked() {
             DataSource::Seeded { seed } => seed,
             DataSource::Table { .. } => fresh_seed(),
@@ -445,6 +467,96 @@ impl SiteStudy {
         };
         if let Some(host) = guard.ica.as_ref() {
             host.post(&start);
+        }
+    }
+
+    /// EFPSN traffic: a dashboard's `efpsn/start` makes this tab an agent (in its worker, once
+    /// the data set is here); everything else goes to that agent.
+    fn on_efpsn(&self, from: ParticipantId, kind: &str, payload: &[u8]) {
+        use capelab_core::study::efpsn::kind as efpsn_kind;
+        let Some(inner) = self.inner() else { return };
+        if kind != efpsn_kind::START {
+            self.forward_efpsn(ToWorker::EfpsnMessage { from, payload: payload.to_vec() });
+            return;
+        }
+        if !is_dashboard(&inner.borrow().room, from) {
+            web_sys::console::warn_1(
+                &format!("capelab: ignored an EFPSN start from participant {from}").into(),
+            );
+            return;
+        }
+        let this = *self;
+        {
+            let mut guard = inner.borrow_mut();
+            let (Some(me), Some(ledger)) = (guard.me.clone(), guard.ledger.clone()) else { return };
+            if guard.ica.is_none() {
+                match WorkerHost::spawn(move |message| this.on_worker(message)) {
+                    Ok(host) => guard.ica = Some(host),
+                    Err(e) => {
+                        web_sys::console::error_1(&format!("capelab: no worker: {e}").into());
+                        return;
+                    }
+                }
+            }
+            guard.run = None;
+            guard.nn = None;
+            guard.ica_active = false;
+            guard.efpsn_active = true;
+            let start = |csv: String| ToWorker::EfpsnStart {
+                me: me.id,
+                dashboard: from,
+                payload: payload.to_vec(),
+                ledger_json: ledger.borrow().to_json(),
+                csv,
+                allow_nonprivate: self.view.allow_nonprivate.get_untracked(),
+            };
+            if let Some(csv) = guard.digits.clone() {
+                if let Some(host) = guard.ica.as_ref() {
+                    host.post(&start((*csv).clone()));
+                }
+                return;
+            }
+            let start = start(String::new());
+            guard.efpsn_waiting = Some(vec![start]);
+        }
+        leptos::task::spawn_local(async move {
+            let fetched = crate::fetch::text(crate::study_driver::efpsn_run::DIGITS_URL).await;
+            let Some(inner) = this.inner() else { return };
+            let mut guard = inner.borrow_mut();
+            let waiting = guard.efpsn_waiting.take().unwrap_or_default();
+            let csv = match fetched {
+                Ok(csv) => Rc::new(csv),
+                Err(e) => {
+                    web_sys::console::error_1(&format!("capelab: {e}").into());
+                    // The worker's start fails on the empty table and says so in the panel.
+                    Rc::new(String::new())
+                }
+            };
+            if !csv.is_empty() {
+                guard.digits = Some(csv.clone());
+            }
+            if let Some(host) = guard.ica.as_ref() {
+                for mut message in waiting {
+                    if let ToWorker::EfpsnStart { csv: c, .. } = &mut message {
+                        *c = (*csv).clone();
+                    }
+                    host.post(&message);
+                }
+            }
+        });
+    }
+
+    /// Hands `message` to the EFPSN agent (queued while the data set is on its way).
+    fn forward_efpsn(&self, message: ToWorker) {
+        let Some(inner) = self.inner() else { return };
+        let mut guard = inner.borrow_mut();
+        if !guard.efpsn_active {
+            return;
+        }
+        if let Some(waiting) = guard.efpsn_waiting.as_mut() {
+            waiting.push(message);
+        } else if let Some(host) = guard.ica.as_ref() {
+            host.post(&message);
         }
     }
 
@@ -485,6 +597,7 @@ impl SiteStudy {
                 }
             }
             FromWorker::View(view) => self.view.ica.set(Some(*view)),
+            FromWorker::EfpsnView(view) => self.view.efpsn.set(Some(*view)),
             FromWorker::Refused(reason) => {
                 web_sys::console::warn_1(&format!("capelab worker: {reason}").into());
             }

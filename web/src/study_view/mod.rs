@@ -12,6 +12,7 @@ core simulates; the components render what they return.
 */
 
 pub mod compare;
+pub mod efpsn;
 pub mod export;
 pub mod ica;
 pub mod ledger_groups;

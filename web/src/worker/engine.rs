@@ -97,6 +97,10 @@ impl Engine {
             }
             // A dashboard's messages: [`super::state`] routes them to its run.
             ToWorker::IcaStart { .. } | ToWorker::IcaTimer | ToWorker::IcaStop { .. } => {}
+            // The EFPSN agent's: [`super::state`] routes them to it.
+            ToWorker::EfpsnStart { .. }
+            | ToWorker::EfpsnMessage { .. }
+            | ToWorker::EfpsnDeparture { .. } => {}
         }
         out.push(FromWorker::View(Box::new(self.view())));
         out

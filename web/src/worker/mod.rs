@@ -6,6 +6,7 @@ generates its subjects, computes its covariance, D²·N_s, and its gradients) an
 - [`protocol`]: the messages between the tab and the worker.
 - [`engine`]: the core's capePCA and capeDJICA site roles, driven by those messages (plain
   Rust, tested natively).
+- [`efpsn`]: a site's EFPSN agent (Paillier key generation, encryption and decryption).
 - [`view`]: what the site's panel shows (data at a glance, phase, the noise it added).
 - [`aggregator`]: a dashboard's Joint ICA aggregators (capePCA's eigendecomposition, the maps'
   pseudo-inverse), also off the page's thread; [`state`] routes between the two.
@@ -16,6 +17,7 @@ worker and sends what the worker answers; the worker posts the ledger back after
 */
 
 pub mod aggregator;
+pub mod efpsn;
 pub mod engine;
 pub mod entry;
 pub mod host;

@@ -49,6 +49,25 @@ pub enum ToWorker {
     IcaStop {
         reason: String,
     },
+    /// An `efpsn/start`: this tab's agent, on its part of the data set (`csv`: the app's copy).
+    EfpsnStart {
+        me: ParticipantId,
+        dashboard: ParticipantId,
+        #[serde(with = "bytes")]
+        payload: Vec<u8>,
+        ledger_json: String,
+        csv: String,
+        allow_nonprivate: bool,
+    },
+    /// An EFPSN message from a neighbour or the dashboard.
+    EfpsnMessage {
+        from: ParticipantId,
+        #[serde(with = "bytes")]
+        payload: Vec<u8>,
+    },
+    EfpsnDeparture {
+        who: ParticipantId,
+    },
 }
 
 /// A site's own data, loaded in its tab: never sent, demeaned, scaled by the public `scale` and
@@ -126,6 +145,8 @@ pub enum FromWorker {
     Deadline(Option<u64>),
     /// The study could not start (nothing was sent).
     IcaStartFailed(String),
+    /// What the site's EFPSN panel shows.
+    EfpsnView(Box<super::efpsn::EfpsnSiteView>),
 }
 
 /// `Vec<u8>` as serde bytes, which `serde_wasm_bindgen` maps to `Uint8Array` both ways.

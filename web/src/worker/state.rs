@@ -2,18 +2,36 @@
 //! (a tab is one or the other), and the routing of the page's messages between them.
 
 use super::aggregator::DashboardRun;
+use super::efpsn::EfpsnEngine;
 use super::engine::Engine;
 use super::protocol::{FromWorker, ToWorker};
 
 #[derive(Default)]
 pub struct WorkerState {
     site: Engine,
+    efpsn: EfpsnEngine,
     dashboard: Option<DashboardRun>,
 }
 
 impl WorkerState {
     pub fn handle(&mut self, message: ToWorker, now_ms: u64) -> Vec<FromWorker> {
         match (message, self.dashboard.as_mut()) {
+            (
+                ToWorker::EfpsnStart { me, dashboard, payload, ledger_json, csv, allow_nonprivate },
+                _,
+            ) => self.efpsn.start(
+                me,
+                dashboard,
+                &payload,
+                &ledger_json,
+                &csv,
+                allow_nonprivate,
+                now_ms,
+            ),
+            (ToWorker::EfpsnMessage { from, payload }, _) => {
+                self.efpsn.message(from, &payload, now_ms)
+            }
+            (ToWorker::EfpsnDeparture { who }, _) => self.efpsn.departure(who, now_ms),
             (ToWorker::IcaStart { number, form, names }, _) => {
                 match DashboardRun::start(number, *form, names, now_ms) {
                     Ok((run, replies)) => {

@@ -185,3 +185,26 @@ pub fn IcaCentre(study: DashboardStudy) -> impl IntoView {
     };
     view! { <Centre headline=Signal::derive(headline) markup=Signal::derive(markup) id="present-maps" file_stem="capelab-maps" /> }
 }
+
+/// The EFPSN study large: the graph and the accuracy of the runs side by side.
+#[component]
+pub fn EfpsnCentre(study: DashboardStudy) -> impl IntoView {
+    use crate::study_view::efpsn::{accuracy_chart, graph_svg};
+    move || {
+        study.view.efpsn.get().map(|live| {
+            let iterations = live.task.runs[0].plan.phase2.iterations;
+            let names: Vec<String> = (0..live.agents.len()).map(|i| live.name(i)).collect();
+            let graph = graph_svg(&live.graph, &names, &vec![true; names.len()]);
+            let chart = crate::components::charts::line::render(
+                &accuracy_chart(&live.runs, iterations, live.x_star_score),
+                "present-efpsn-accuracy",
+            );
+            view! {
+                <div class="centrepiece" data-testid="present-efpsn">
+                    <div class="chart-svg" inner_html=graph></div>
+                    <div class="chart-svg" inner_html=chart></div>
+                </div>
+            }
+        })
+    }
+}

@@ -4,6 +4,8 @@
 //! `frame.rs` (the picker and the picked study's section) and the presenter view read only it.
 
 pub mod centrepiece;
+pub mod efpsn_panel;
+pub mod efpsn_site_panel;
 pub mod frame;
 pub mod ica_panel;
 pub mod ica_site_panel;

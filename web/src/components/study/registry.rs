@@ -5,7 +5,8 @@
 use capelab_core::study::mean::Query;
 use leptos::prelude::*;
 
-use super::centrepiece::{IcaCentre, MeanCentre, NnCentre, RegressionCentre};
+use super::centrepiece::{EfpsnCentre, IcaCentre, MeanCentre, NnCentre, RegressionCentre};
+use super::efpsn_panel::EfpsnPanel;
 use super::ica_panel::IcaPanel;
 use super::mean_panel::{MeanPanel, phase_sentence};
 use super::nn_panel::NnPanel;
@@ -42,7 +43,7 @@ pub struct StudyEntry {
     pub stage: fn(DashboardStudy) -> Stage,
 }
 
-pub static STUDIES: [StudyEntry; 4] = [
+pub static STUDIES: [StudyEntry; 5] = [
     StudyEntry {
         key: "mean",
         label: "Private mean",
@@ -90,6 +91,24 @@ pub static STUDIES: [StudyEntry; 4] = [
                     Stage::Done(format!("Joint ICA study {} has finished.", i.number))
                 }
                 Some(i) => Stage::Running(format!("Joint ICA study {} is running.", i.number)),
+            })
+        },
+    },
+    StudyEntry {
+        key: "efpsn",
+        label: "Decentralised optimisation (EFPSN)",
+        panel: |study, state| view! { <EfpsnPanel study state /> }.into_any(),
+        centrepiece: |study| view! { <EfpsnCentre study /> }.into_any(),
+        stage: |study| {
+            study.view.efpsn.with(|e| match e {
+                None if study.view.efpsn_preparing.get() => {
+                    Stage::Running("The EFPSN study is loading its data.".into())
+                }
+                None => Stage::Idle,
+                Some(e) if e.finished => {
+                    Stage::Done(format!("EFPSN study {} has finished.", e.number))
+                }
+                Some(e) => Stage::Running(format!("EFPSN study {} is running.", e.number)),
             })
         },
     },
