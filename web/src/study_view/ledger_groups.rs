@@ -1,10 +1,15 @@
 //! A site's ledger by study: one group per study with a human name ("Joint ICA: capeDJICA #1 ·
-//! 150 iterations"), ε before → after and the bound charged, and its releases. The ledger itself
-//! (and its JSON export) stays one entry per release; this is only how the tab shows it.
+//! 150 iterations"), ε before → after and the bound charged, and its releases, each with its
+//! mechanism (a Gaussian's multiplier, or the (ε, δ) of a release known only to be (ε, δ)-DP,
+//! which the ledger composes by basic composition). The ledger itself (and its JSON export) stays
+//! one entry per release; this is only how the tab shows it.
 
 use std::collections::BTreeMap;
 
-use capelab_core::accountant::ledger::LedgerEntry;
+use capelab_core::accountant::Mechanism;
+use capelab_core::accountant::ledger::{LedgerEntry, LedgerEvent};
+
+use crate::components::charts::scale::format_value;
 
 /// One study in a site's ledger.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,7 +22,8 @@ pub struct StudyGroup {
     pub size: String,
     pub epsilon_before: f64,
     pub epsilon_after: f64,
-    /// The bound charged after the study's last release ("PLD" or "RDP").
+    /// The bound charged after the study's last release ("PLD" or "RDP", with "+ basic" once the
+    /// total has a part from (ε, δ)-DP releases by basic composition).
     pub bound: String,
     /// Its releases, oldest first.
     pub releases: Vec<GroupRelease>,
@@ -26,9 +32,48 @@ pub struct StudyGroup {
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupRelease {
     pub label: String,
-    pub collusion_factor: f64,
+    /// "z = 8.0000", "z = 2.0000, q = 0.0100 × 500", "(ε, δ) = (0.4200, 1e-6), basic composition".
+    pub mechanism: String,
+    /// c_S of a Gaussian release; `None` for an (ε, δ)-DP one (its guarantee is as proven).
+    pub collusion_factor: Option<f64>,
     pub epsilon_after: f64,
     pub bound: String,
+}
+
+/// What a release was, for people: a Gaussian's multiplier (and sampling rate), or the (ε, δ) of
+/// a release known only to be (ε, δ)-DP; "× k" for k releases.
+pub fn mechanism_text(event: &LedgerEvent) -> String {
+    let times = match event.count() {
+        1 => String::new(),
+        k => format!(" × {k}"),
+    };
+    match event {
+        LedgerEvent::Gaussian(e) => match e.mechanism() {
+            Mechanism::Gaussian { noise_multiplier } => {
+                format!("z = {}{times}", format_value(noise_multiplier))
+            }
+            Mechanism::PoissonSampledGaussian { noise_multiplier, sampling_rate } => format!(
+                "z = {}, q = {}{times}",
+                format_value(noise_multiplier),
+                format_value(sampling_rate)
+            ),
+        },
+        LedgerEvent::Approximate(a) => format!(
+            "(ε, δ) = ({}, {:e}){times}, basic composition",
+            format_value(a.epsilon()),
+            a.delta()
+        ),
+    }
+}
+
+/// The bound an entry's total was charged by, with "+ basic" when part of it is the basic
+/// composition of (ε, δ)-DP releases.
+fn bound_text(entry: &LedgerEntry) -> String {
+    if entry.epsilon_after_basic > 0.0 {
+        format!("{} + basic", entry.bound)
+    } else {
+        entry.bound.to_string()
+    }
 }
 
 /// The kind of study a ledger study name stands for. `kinds` maps the names of iterative studies
@@ -65,10 +110,10 @@ pub fn by_study(entries: &[LedgerEntry], kinds: &BTreeMap<String, String>) -> Ve
     for entry in entries {
         let release = GroupRelease {
             label: entry.event.label().to_owned(),
-            // NaN (shown "—") for an (ε, δ)-DP release, which has none.
-            collusion_factor: entry.event.gaussian().map_or(f64::NAN, |e| e.collusion_factor()),
+            mechanism: mechanism_text(&entry.event),
+            collusion_factor: entry.event.gaussian().map(|e| e.collusion_factor()),
             epsilon_after: entry.epsilon_after,
-            bound: entry.bound.to_string(),
+            bound: bound_text(entry),
         };
         match groups.iter_mut().find(|g| g.key == entry.study) {
             Some(group) => {
@@ -107,8 +152,8 @@ pub fn by_study(entries: &[LedgerEntry], kinds: &BTreeMap<String, String>) -> Ve
 
 #[cfg(test)]
 mod tests {
-    use capelab_core::accountant::Event;
-    use capelab_core::accountant::ledger::Bound;
+    use capelab_core::accountant::ledger::{Bound, Release};
+    use capelab_core::accountant::{ApproximateEvent, Budget, Event, Ledger};
 
     use super::*;
 
@@ -153,6 +198,24 @@ mod tests {
         assert_eq!(totals, [(0.0, 0.8), (0.8, 1.3), (1.3, 1.6), (1.6, 1.9)]);
         assert_eq!(groups[1].releases.len(), 3);
         assert_eq!(groups[1].bound, "PLD");
+    }
+
+    #[test]
+    fn releases_show_their_mechanism_and_the_basic_part() {
+        let mut ledger = Ledger::new("Lab", Budget::new(10.0, 1e-5).unwrap()).unwrap();
+        ledger
+            .try_spend(Release::new("mean aa", Event::gaussian("g", 8.0, 1).unwrap(), 1))
+            .unwrap();
+        let efpsn = ApproximateEvent::new("efpsn run", 0.42, 1e-6, 2).unwrap();
+        ledger.try_spend(Release::new("efpsn bb", efpsn, 2)).unwrap();
+        let groups = by_study(ledger.entries(), &BTreeMap::new());
+        let (g, a) = (&groups[0].releases[0], &groups[1].releases[0]);
+        assert_eq!((g.mechanism.as_str(), g.collusion_factor), ("z = 8.0000", Some(1.0)));
+        assert_eq!(g.bound, "PLD");
+        assert_eq!(a.mechanism, "(ε, δ) = (0.4200, 1e-6) × 2, basic composition");
+        assert_eq!(a.collusion_factor, None);
+        assert_eq!(a.bound, "PLD + basic");
+        assert_eq!(groups[1].bound, "PLD + basic");
     }
 
     #[test]

@@ -8,14 +8,15 @@ OpenDP's odometer): a release that would take the total over the budget is refus
 anything is sent, with an error that says what it would spend and what is left, and the ledger is
 left unchanged.
 
-
 **Releases known only to be (ε, δ)-DP** ([`LedgerEvent::Approximate`], an [`ApproximateEvent`]
 of k runs): EFPSN's privacy theorem gives only a pair (ε, δ) per run (efpsn-vertical-dpvi Part A,
 A3, Theorem IV.1), which neither RDP nor a Gaussian PLD can represent. The ledger composes them
 with the Gaussian part by basic composition, which holds for any (ε, δ)-DP mechanisms (adaptively
 too) and is therefore valid, if loose: at the budget's δ_B,
 
-  ε_total = Σ_a k_a·ε_a + ε_G(δ_B − Σ_a k_a·δ_a),
+```text
+ε_total = Σ_a k_a·ε_a + ε_G(δ_B − Σ_a k_a·δ_a)
+```
 
 where ε_G(δ) is the tightest-of-RDP-and-PLD total of the Gaussian releases at δ (0 without any).
 When Σ_a k_a·δ_a ≥ δ_B no ε bounds the total: it is +∞, so such a release never fits a budget

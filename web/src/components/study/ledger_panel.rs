@@ -77,6 +77,14 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
                         {format_value(l.spend.pld)} ", RDP " {format_value(l.spend.rdp)}
                     </p>
                 })}
+                {(l.spend.basic_epsilon > 0.0).then(|| view! {
+                    <p class="muted" data-testid="ledger-basic" data-epsilon=l.spend.basic_epsilon
+                        data-delta=l.spend.basic_delta>
+                        "of which ε = " {format_value(l.spend.basic_epsilon)}
+                        " is from releases known only to be (ε, δ)-DP, by basic composition; they use δ = "
+                        {format!("{:e}", l.spend.basic_delta)} " of the budget's δ"
+                    </p>
+                })}
                 <p class="muted">
                     <span data-testid="ledger-releases" data-count=l.entries.len()>{l.entries.len()} " releases"</span>
                     " · " {format_value(l.remaining)} " left"
@@ -131,7 +139,8 @@ fn StudyRow(group: StudyGroup) -> impl IntoView {
             view! {
                 <tr>
                     <td>{r.label.clone()}</td>
-                    <td class="num">{format_value(r.collusion_factor)}</td>
+                    <td>{r.mechanism.clone()}</td>
+                    <td class="num">{r.collusion_factor.map_or_else(|| "—".to_owned(), format_value)}</td>
                     <td class="num">{format_value(r.epsilon_after)} " " <span class="muted">{r.bound.clone()}</span></td>
                 </tr>
             }
@@ -150,7 +159,7 @@ fn StudyRow(group: StudyGroup) -> impl IntoView {
                 </summary>
                 <div class="table-scroll">
                     <table class="numbers ledger-table">
-                        <tr><th>"release"</th><th class="num">"c_S"</th><th class="num">"ε after (by)"</th></tr>
+                        <tr><th>"release"</th><th>"mechanism"</th><th class="num">"c_S"</th><th class="num">"ε after (by)"</th></tr>
                         {releases}
                     </table>
                 </div>
