@@ -12,3 +12,6 @@ This crate sits on the algorithms floor above `capelab-core` (accountant, ledger
 machinery); it is sans-IO like the rest of capelab.
 */
 #![forbid(unsafe_code)]
+
+pub mod batch;
+pub mod schema;
