@@ -14,4 +14,6 @@ machinery); it is sans-IO like the rest of capelab.
 #![forbid(unsafe_code)]
 
 pub mod batch;
+pub mod cps1988;
 pub mod schema;
+pub mod table;
