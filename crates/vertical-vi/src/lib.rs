@@ -15,5 +15,6 @@ machinery); it is sans-IO like the rest of capelab.
 
 pub mod batch;
 pub mod cps1988;
+pub mod privacy;
 pub mod schema;
 pub mod table;
