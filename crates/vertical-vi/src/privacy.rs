@@ -38,7 +38,7 @@ fixed point (scale 2^f, spec B3). The sum of P independent discrete Gaussians is
 Gaussian; it is accounted here **as the continuous Gaussian with the same variance** (C·σ)², so
 the analyst's row with P parties equals the TTP row. What this approximates, after Kairouz, Liu &
 Steinke 2021 ("The Distributed Discrete Gaussian Mechanism for Federated Learning with Secure
-Aggregation", ICML, arXiv 2102.06387, Proposition 14 / Theorem 15): in lattice units, with s² the
+Aggregation", ICML, arXiv 2102.06387, Proposition 14): in lattice units, with s² the
 per-party variance, Δ₂ the L2 sensitivity and d the dimension, the sum is ½ε²-concentrated DP with
 ε = min(√(Δ₂²/(P s²) + ½τd), Δ₂/(√P·s) + τ√d) and τ = 10·Σ_{k=1}^{P−1} e^{−2π²s²·k/(k+1)}.
 At τ = 0 this is ε = Δ₂/σ_total, the continuous Gaussian's zCDP. At f = 32 and σ = 2.042,
