@@ -215,3 +215,39 @@ impl Aggregator {
         self.q.log_sigma.copy_from_slice(&params[z..]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capelab_core::rng::derive;
+
+    #[test]
+    fn fixed_batches_are_distinct_and_poisson_batches_have_rate_q() {
+        let mut rng = derive(1, "test");
+        for _ in 0..50 {
+            let b = Sampling::Fixed { size: 100 }.draw(1000, &mut rng);
+            assert_eq!(b.len(), 100);
+            assert!(b.windows(2).all(|w| w[0] < w[1]) && *b.last().unwrap() < 1000);
+        }
+        assert_eq!(Sampling::Fixed { size: 10 }.draw(5, &mut rng), vec![0, 1, 2, 3, 4]);
+        let total: usize =
+            (0..200).map(|_| Sampling::Poisson { rate: 0.02 }.draw(5000, &mut rng).len()).sum();
+        let mean = total as f64 / 200.0;
+        // E = 100, sd of the mean ≈ √(98/200) ≈ 0.7
+        assert!((mean - 100.0).abs() < 3.0, "mean batch {mean}");
+        assert_eq!(Sampling::Poisson { rate: 0.02 }.scale(5000), 50.0);
+        assert_eq!(Sampling::Fixed { size: 100 }.scale(5000), 50.0);
+        assert_eq!(Sampling::Fixed { size: 100 }.rate(5000), 0.02);
+    }
+
+    #[test]
+    fn adam_climbs_a_concave_quadratic() {
+        let mut adam = Adam::new(2, 0.05);
+        let mut x = vec![3.0, -2.0];
+        for _ in 0..2000 {
+            let g: Vec<f64> = x.iter().zip([1.0, 0.5]).map(|(v, c)| -(v - c)).collect();
+            adam.ascend(&mut x, &g);
+        }
+        assert!((x[0] - 1.0).abs() < 1e-3 && (x[1] - 0.5).abs() < 1e-3, "{x:?}");
+    }
+}

@@ -37,3 +37,24 @@ pub fn column_tv(kind: &FeatureKind, synthetic: &PartyBlock, real: &PartyBlock, 
 pub fn party_tv(party: &PartySchema, synthetic: &PartyBlock, real: &PartyBlock) -> Vec<f64> {
     party.features.iter().enumerate().map(|(j, f)| column_tv(&f.kind, synthetic, real, j)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tv_of_known_histograms() {
+        let cat = FeatureKind::Categorical { labels: vec!["a".into(), "b".into()] };
+        let block = |cells: Vec<Cell>| PartyBlock { rows: cells.len(), features: 1, cells };
+        let a =
+            block(vec![Cell::Category(0), Cell::Category(0), Cell::Category(1), Cell::Category(1)]);
+        let b =
+            block(vec![Cell::Category(0), Cell::Category(1), Cell::Category(1), Cell::Category(1)]);
+        assert!((column_tv(&cat, &a, &b, 0) - 0.25).abs() < 1e-15);
+        let beta = FeatureKind::Beta { lo: 0.0, hi: 1.0, log: false };
+        let u = block(vec![Cell::Unit(0.01), Cell::Unit(0.99)]);
+        let v = block(vec![Cell::Unit(0.02), Cell::Unit(0.5)]);
+        assert!((column_tv(&beta, &u, &v, 0) - 0.5).abs() < 1e-15);
+        assert_eq!(column_tv(&beta, &u, &u, 0), 0.0);
+    }
+}

@@ -167,3 +167,30 @@ pub fn decode(schema: &Schema, blocks: &[PartyBlock]) -> Vec<TextTable> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unit_scale_roundtrips_and_clamps() {
+        for &(lo, hi, log) in &[(17.0, 90.0, false), (1.0, 1e6, true)] {
+            for &x in &[lo * 1.5, (lo + hi) / 2.0, hi * 0.9] {
+                let back = from_unit(lo, hi, log, to_unit(lo, hi, log, x));
+                assert!((back - x).abs() < 1e-9 * x.abs(), "{x} → {back}");
+            }
+            assert_eq!(to_unit(lo, hi, log, lo), UNIT_CLAMP);
+            assert_eq!(to_unit(lo, hi, log, hi * 2.0), 1.0 - UNIT_CLAMP);
+        }
+        assert!((from_unit(1.0, 100.0, true, 0.5) - 10.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn csv_quotes_fields_with_commas() {
+        let t = TextTable {
+            header: vec!["a".into(), "b".into()],
+            rows: vec![vec!["x,y".into(), "1".into()]],
+        };
+        assert_eq!(t.to_csv(), "a,b\n\"x,y\",1\n");
+    }
+}
