@@ -99,6 +99,7 @@ pub fn draw_eta(model: &Model, rng: &mut CapeRng) -> Vec<f64> {
 /// g_ζ = J_Tᵀ(s·G + ∇_θ log p(θ)) + ∇_ζ log|det J_T| (steps 1–2): the gradient at ζ of
 /// s·Σ_batch log p(x_n|T(ζ)) + log p(T(ζ)) + log|det J_T(ζ)|, given the (noisy clipped) θ-space sum G.
 pub fn zeta_gradient(model: &Model, theta: &[f64], sum: &[f64], scale: f64) -> Vec<f64> {
+    assert_eq!(sum.len(), model.theta_len(), "G̃ must have the θ layout of batch.rs");
     let mut g: Vec<f64> = model.grad_log_prior_theta();
     for (gi, s) in g.iter_mut().zip(sum) {
         *gi += scale * s;
