@@ -14,4 +14,5 @@ machinery); it is sans-IO like the rest of capelab.
 #![forbid(unsafe_code)]
 
 pub mod batch;
+pub mod mpc;
 pub mod schema;
