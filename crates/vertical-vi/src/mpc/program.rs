@@ -370,10 +370,12 @@ impl Builder {
     /// update q ← q(2 − b q), spec D2), from the public constant start q₀ = 2/(lo + hi) instead of
     /// the paper's 3·e^{1−2b} + 0.003 (which would need exp under MPC). Then
     /// |e₀| = |1 − b q₀| ≤ (hi − lo)/(hi + lo) < 1 on the range, and e_{k+1} = e_k².
-    /// The first k − 1 iterations are computed Goldschmidt-style (q ← q(1 + e), e ← e², one
-    /// product round each, the same iterates); the last one recomputes e = 1 − b q from b, which
-    /// corrects the rounding accumulated so far. k is the least with |e₀|^{2^k} ≤ 2^{−40}:
-    /// 22 for the default [2^{−10}, 2^8] (2k + 3 = 47 rounds). Outside the range: below lo the
+    /// The first k − 2 iterations are computed Goldschmidt-style (q ← q(1 + e), e ← e², one
+    /// product round each, the same iterates); while e ≈ 1 the tracked e's rounding error doubles
+    /// each step (up to ~2^{k−32} relative in q), so the last two iterations recompute
+    /// e = 1 − b q from b (true, self-correcting Newton steps), which squares that error away
+    /// twice. k is the least with |e₀|^{2^k} ≤ 2^{−40}: 22 for the default [2^{−10}, 2^8]
+    /// (1 + 2(k − 2) + 8 = 49 rounds). Outside the range: below lo the
     /// result is too small (b = 0 gives the finite q₀·2^k, harmless after multiplying by
     /// mat = 0); between hi and hi + lo it converges more slowly; for b ≥ hi + lo it diverges.
     pub fn recip(&mut self, b: Reg, lo: f64, hi: f64) -> Reg {
@@ -385,24 +387,29 @@ impl Builder {
         let one = self.const_f(1.0, n);
         let mut e = self.sub(one, bq);
         let mut q = self.const_f(q0, n);
-        for _ in 1..k {
+        for _ in 2..k {
             let one_e = self.add_const(e, vec![cst(1.0)]);
             let r = self.fmul_many(&[(q, one_e), (e, e)]);
             q = r[0];
             e = r[1];
         }
-        let bq = self.fmul(b, q);
-        let e = self.sub(one, bq);
-        let qe = self.fmul(q, e);
-        self.add(q, qe)
+        for _ in 0..2 {
+            let bq = self.fmul(b, q);
+            let e = self.sub(one, bq);
+            let qe = self.fmul(q, e);
+            q = self.add(q, qe);
+        }
+        q
     }
 
     /// Newton–Raphson inverse square root y ≈ u^{−1/2} for u ∈ [1, 4^{m+1}), given the shared
     /// comparison bits t_j = [u ≥ 4^j], j = 0..=m (element-major, m + 1 per element) and
     /// hu = u/2. The start y₀ = c·2^{−J} for 4^J ≤ u < 4^{J+1} (c = √0.4, linear in the t_j since
     /// they are monotone) puts u y₀² in [0.4, 1.6), so |e₀| = |1 − u y₀²| ≤ 0.6; with
-    /// e' = (3e² + e³)/4, 5 iterations y ← 1.5 y − (u/2)·y³ reach |e| < 10^{−9} (then rounding
-    /// dominates). For u < 1 the result stays finite (≤ c·1.5^5) and is meant to be discarded.
+    /// e' = (3e² + e³)/4, 5 iterations y ← y·(1.5 − ((u/2)·y)·y) reach |e| < 10^{−9}, then
+    /// rounding dominates: about 2 ulps (2^{−31}) absolute in y. The products are taken in this
+    /// order because y² alone would lose precision for small y (y ≈ 2^{−11} at the top).
+    /// 3 product layers per iteration: 30 rounds. For u < 1 the result stays finite (≤ c·1.5^5) and is meant to be discarded.
     pub fn rsqrt(&mut self, hu: Reg, t: Reg, m: usize) -> Reg {
         let n = self.len(hu);
         let c = 0.4f64.sqrt();
@@ -415,12 +422,12 @@ impl Builder {
         let tw = self.sum_groups(tw, m + 1);
         let c0 = self.const_f(c, n);
         let mut y = self.sub(c0, tw);
+        let c15 = self.const_f(1.5, n);
         for _ in 0..5 {
-            let r = self.fmul_many(&[(hu, y), (y, y)]);
-            let z = self.mul(r[0], r[1]);
-            let y15 = self.mul_const(y, vec![cst(1.5)]);
-            let d = self.sub(y15, z);
-            y = self.trunc(d);
+            let a = self.fmul(hu, y);
+            let b = self.fmul(a, y);
+            let d = self.sub(c15, b);
+            y = self.fmul(y, d);
         }
         y
     }

@@ -24,6 +24,8 @@ pub struct RunReport {
     pub dealt_values: Vec<usize>,
     /// When recorded: every message party 0 received, in order.
     pub received_by_0: Vec<Message>,
+    /// When recorded: every message party 0 sent, in order.
+    pub sent_by_0: Vec<Message>,
 }
 
 /// Runs `prog` with `inputs[p]` = party p's inputs (one vector per Input op it owns). The dealer
@@ -53,6 +55,7 @@ pub fn run_in_process(
         .collect::<Result<Vec<_>, _>>()?;
     let mut bytes_sent = vec![0usize; p];
     let mut received_by_0 = Vec::new();
+    let mut sent_by_0 = Vec::new();
     let mut inflight: Vec<Message> = Vec::new();
     for party in &mut parties {
         inflight.extend(party.start()?);
@@ -64,6 +67,9 @@ pub fn run_in_process(
             bytes_sent[m.from] += 16 * m.values.len();
             if record && m.to == 0 {
                 received_by_0.push(m.clone());
+            }
+            if record && m.from == 0 {
+                sent_by_0.push(m.clone());
             }
             let to = m.to;
             inbox[to].push(m);
@@ -82,7 +88,14 @@ pub fn run_in_process(
                 });
             }
             let output = outputs.swap_remove(0);
-            return Ok(RunReport { output, rounds, bytes_sent, dealt_values, received_by_0 });
+            return Ok(RunReport {
+                output,
+                rounds,
+                bytes_sent,
+                dealt_values,
+                received_by_0,
+                sent_by_0,
+            });
         }
         rounds += 1;
     }
