@@ -94,7 +94,7 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
             what: format!("π has {} entries, K = {k}", cfg.pi.len()),
         });
     }
-    if !(cfg.clip.is_finite() && cfg.clip > 0.0) || !(cfg.sigma.is_finite() && cfg.sigma >= 0.0) {
+    if !(cfg.clip.is_finite() && cfg.clip > 0.0 && cfg.sigma.is_finite() && cfg.sigma >= 0.0) {
         return Err(MpcError::BadInput { what: "C must be positive and σ non-negative".into() });
     }
     let (lo, hi) = cfg.recip_range;

@@ -47,13 +47,12 @@ pub fn run_fixed(
                     Op::CmpOpen { bits, .. } => Some(*bits),
                     _ => None,
                 };
-                if let (Some(bits), Op::Trunc { src, .. } | Op::CmpOpen { src, .. }) = (bits, op) {
-                    if let Some(index) = machine.regs[*src]
+                if let (Some(bits), Op::Trunc { src, .. } | Op::CmpOpen { src, .. }) = (bits, op)
+                    && let Some(index) = machine.regs[*src]
                         .iter()
                         .position(|&x| (x as i128).unsigned_abs() >= 1u128 << bits)
-                    {
-                        return Err(MpcError::Overflow { op: pc, index, bits });
-                    }
+                {
+                    return Err(MpcError::Overflow { op: pc, index, bits });
                 }
                 let opened = machine.prepare(op, &none);
                 if let Some(out) = machine.finish(op, &none, &opened) {

@@ -127,21 +127,21 @@ impl MpcParty {
         let mut out: Vec<Vec<u128>> = vec![Vec::new(); p];
         let mut mine = self.inputs.drain(..);
         for op in &self.prog.ops {
-            if let Op::Input { dst, owner, .. } = op {
-                if *owner == self.index {
-                    let vals = mine.next().expect("checked in new");
-                    let mut keep = Vec::with_capacity(vals.len());
-                    for v in vals {
-                        for (q, s) in share_unchecked(v, p, &mut self.rng).into_iter().enumerate() {
-                            if q == self.index {
-                                keep.push(s);
-                            } else {
-                                out[q].push(s);
-                            }
+            if let Op::Input { dst, owner, .. } = op
+                && *owner == self.index
+            {
+                let vals = mine.next().expect("checked in new");
+                let mut keep = Vec::with_capacity(vals.len());
+                for v in vals {
+                    for (q, s) in share_unchecked(v, p, &mut self.rng).into_iter().enumerate() {
+                        if q == self.index {
+                            keep.push(s);
+                        } else {
+                            out[q].push(s);
                         }
                     }
-                    self.machine.regs[*dst] = keep;
                 }
+                self.machine.regs[*dst] = keep;
             }
         }
         drop(mine);
@@ -214,13 +214,13 @@ impl MpcParty {
         if self.round == 0 {
             let mut cursor = vec![0usize; self.prog.parties];
             for op in &self.prog.ops {
-                if let Op::Input { dst, owner, len } = op {
-                    if *owner != self.index {
-                        let m = by[*owner].as_ref().expect("validated");
-                        self.machine.regs[*dst] =
-                            m.values[cursor[*owner]..cursor[*owner] + len].to_vec();
-                        cursor[*owner] += len;
-                    }
+                if let Op::Input { dst, owner, len } = op
+                    && *owner != self.index
+                {
+                    let m = by[*owner].as_ref().expect("validated");
+                    self.machine.regs[*dst] =
+                        m.values[cursor[*owner]..cursor[*owner] + len].to_vec();
+                    cursor[*owner] += len;
                 }
             }
         } else {
