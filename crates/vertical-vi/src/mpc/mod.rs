@@ -12,6 +12,11 @@ noisy clipped batch sum G̃ opened (spec D11, D12).
 - [`party`]: one party as a sans-IO round state machine; [`run`]: all parties in one process.
 - [`fixed`]: the plaintext fixed-point simulation (the paper's main mode) of the same program.
 - [`noise`]: the exact discrete Gaussian.
+
+Cost (measured, release, in process, P = 2, K = 20, B = 100, d = (20, 4), D = 500): 102 rounds
+(the spec's estimate is ~50: the reciprocal takes 49, the inverse square root 30, the comparison
+7), about 17 MB sent per party, 0.24 s. The 11 comparisons per example ([u ≥ 4^j] for the clip
+and the inverse square root's start) are over half of the traffic.
 */
 
 pub mod circuit;

@@ -174,8 +174,8 @@ fn isqrt(n: u128) -> u128 {
 }
 
 /// Samples from N_Z(0, σ²) exactly (CKS Alg. 3); `variance` = σ² must be 0 (then 0 is returned,
-/// the test-only "noise off") or in [2^{−62}·m, 2^{99}], i.e. any positive f64 below 2^99 whose
-/// exact binary value has at most 62 fractional bits (all σ² ≥ 2^{−9} qualify).
+/// the test-only "noise off") or a positive f64 below 2^99 whose exact binary value has at most
+/// 62 fractional bits (every σ² ≥ 2^{−9} qualifies).
 pub fn sample_discrete_gaussian(variance: f64, rng: &mut impl Rng) -> Result<i128, MpcError> {
     if variance == 0.0 {
         return Ok(0);
