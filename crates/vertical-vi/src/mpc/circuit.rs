@@ -1,0 +1,212 @@
+//! The gradient circuit of spec B3 step 3 for one batch, and its two runners.
+//!
+//! Inputs: party p secret-shares its own mat^p (B×K) and dlog^p (B×K×d_p) ([`PartyLocal`]); π and
+//! C are public. Under MPC: mat_nk = Π_p mat^p_nk; den_n = Σ_k π_k mat_nk; inv_n = 1/den_n;
+//! GP_nk = mat_nk·inv_n; GR^p_nk = π_k·GP_nk·dlog^p_nk; g_n = [GP_n, GR^1_n, …, GR^P_n];
+//! u_n = ‖g_n‖²/C²; the factor min(1, C/‖g_n‖) = 1 + [u_n ≥ 1]·(u_n^{−1/2} − 1) (spec D11: the
+//! joint vector); G̃ = Σ_n factor_n·g_n + Σ_p ζ^p. Only G̃ is opened (spec D12).
+//!
+//! Valid ranges (outside them the MPC computes garbage silently; `fixed` reports
+//! [`MpcError::Overflow`] where it can): den_n ∈ [`GradientConfig::recip_range`]; every product
+//! below 2^22 in magnitude (e.g. mat_nk and mat^p·dlog-sized values); ‖g_n‖² < 2^22 and
+//! ‖g_n‖/C < 2^{m+1} with m = [`GradientConfig::rsqrt_levels`].
+
+use capelab_core::rng::Seed;
+use rand_core::Rng;
+
+use crate::batch::PartyLocal;
+use crate::mpc::MpcError;
+use crate::mpc::fixed::run_fixed;
+use crate::mpc::noise::party_variance;
+use crate::mpc::program::{Builder, Program};
+use crate::mpc::ring::{FRAC_BITS, decode, encode, encode_all};
+use crate::mpc::run::{RunReport, run_in_process};
+
+/// The public sizes of one batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub batch: usize,
+    pub components: usize,
+    /// d_p per party.
+    pub widths: Vec<usize>,
+}
+
+impl Shape {
+    /// The shape of these parties' local results, checked for agreement.
+    pub fn of(parties: &[PartyLocal]) -> Result<Self, MpcError> {
+        let first =
+            parties.first().ok_or_else(|| MpcError::BadInput { what: "no parties".into() })?;
+        for (i, p) in parties.iter().enumerate() {
+            if p.batch != first.batch || p.components != first.components {
+                return Err(MpcError::BadInput {
+                    what: format!("party {i} has a different batch or K"),
+                });
+            }
+            if p.mat.len() != p.batch * p.components
+                || p.dlog.len() != p.batch * p.components * p.width
+            {
+                return Err(MpcError::BadInput {
+                    what: format!("party {i}'s mat or dlog has the wrong length"),
+                });
+            }
+        }
+        Ok(Self {
+            batch: first.batch,
+            components: first.components,
+            widths: parties.iter().map(|p| p.width).collect(),
+        })
+    }
+
+    /// D = K(1 + Σ_p d_p).
+    pub fn dim(&self) -> usize {
+        self.components * (1 + self.widths.iter().sum::<usize>())
+    }
+}
+
+/// The public parameters of the circuit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GradientConfig {
+    /// π (length K).
+    pub pi: Vec<f64>,
+    /// C, the clip bound.
+    pub clip: f64,
+    /// σ, the noise multiplier (0 = no noise: tests only).
+    pub sigma: f64,
+    /// The range [lo, hi] of den over which the reciprocal is accurate.
+    pub recip_range: (f64, f64),
+    /// m: the inverse square root is accurate for ‖g‖/C < 2^{m+1}.
+    pub rsqrt_levels: usize,
+}
+
+impl GradientConfig {
+    /// Defaults: den ∈ [2^{−10}, 2^8], ‖g‖/C < 2^11.
+    pub fn new(pi: Vec<f64>, clip: f64, sigma: f64) -> Self {
+        Self { pi, clip, sigma, recip_range: (2f64.powi(-10), 2f64.powi(8)), rsqrt_levels: 10 }
+    }
+}
+
+/// Builds the circuit for `shape` (spec B3 step 3).
+pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, MpcError> {
+    let (b, k, widths) = (shape.batch, shape.components, &shape.widths);
+    let parties = widths.len();
+    if cfg.pi.len() != k {
+        return Err(MpcError::BadInput {
+            what: format!("π has {} entries, K = {k}", cfg.pi.len()),
+        });
+    }
+    if !(cfg.clip.is_finite() && cfg.clip > 0.0 && cfg.sigma.is_finite() && cfg.sigma >= 0.0) {
+        return Err(MpcError::BadInput { what: "C must be positive and σ non-negative".into() });
+    }
+    let (lo, hi) = cfg.recip_range;
+    if !(lo > 0.0 && lo < hi && hi < 2f64.powi(20)) {
+        return Err(MpcError::BadInput { what: format!("reciprocal range [{lo}, {hi}]") });
+    }
+    let m = cfg.rsqrt_levels;
+    if !(1..=20).contains(&m) {
+        return Err(MpcError::BadInput { what: format!("rsqrt levels {m} outside 1..=20") });
+    }
+    let d = shape.dim();
+    let pi_enc = encode_all(&cfg.pi)?;
+    let pi_tiled: Vec<u128> = (0..b).flat_map(|_| pi_enc.iter().copied()).collect();
+
+    let mut bl = Builder::new(parties);
+    let inputs: Vec<(usize, usize)> =
+        (0..parties).map(|p| (bl.input(p, b * k), bl.input(p, b * k * widths[p]))).collect();
+    // mat_nk = Π_p mat^p_nk
+    let mut mat = inputs[0].0;
+    for inp in &inputs[1..] {
+        mat = bl.fmul(mat, inp.0);
+    }
+    // den_n = Σ_k π_k mat_nk (public π: local products, one truncation of the sum)
+    let pm = bl.mul_const(mat, pi_tiled.clone());
+    let den = bl.sum_groups(pm, k);
+    let den = bl.trunc(den);
+    let inv = bl.recip(den, lo, hi);
+    let inv_rep = bl.gather(inv, (0..b * k).map(|i| (i / k) as u32).collect());
+    let gp = bl.fmul(mat, inv_rep);
+    let pgp = bl.mul_const(gp, pi_tiled);
+    let pgp = bl.trunc(pgp);
+    // GR^p_nkj = (π_k GP_nk) · dlog^p_nkj, all parties in one product layer
+    let pairs: Vec<(usize, usize)> = (0..parties)
+        .map(|p| {
+            let w = widths[p];
+            let rep = bl.gather(pgp, (0..b * k * w).map(|i| (i / w) as u32).collect());
+            (rep, inputs[p].1)
+        })
+        .collect();
+    let gr = bl.fmul_many(&pairs);
+    // g_n = [GP_n, GR^1_n, …] row-major B × D
+    let mut parts = vec![gp];
+    parts.extend(&gr);
+    let all = bl.concat(&parts);
+    let mut idx = Vec::with_capacity(b * d);
+    for n in 0..b {
+        idx.extend((0..k).map(|c| (n * k + c) as u32));
+        let mut off = b * k;
+        for &w in widths {
+            idx.extend((0..k * w).map(|c| (off + n * k * w + c) as u32));
+            off += b * k * w;
+        }
+    }
+    let g = bl.gather(all, idx);
+    // u = ‖g‖²/C², hu = u/2
+    let sq = bl.mul(g, g);
+    let s = bl.sum_groups(sq, d);
+    let s = bl.trunc(s);
+    let ss = bl.concat(&[s, s]);
+    let c2 = 1.0 / (cfg.clip * cfg.clip);
+    let scale: Vec<u128> =
+        [encode(c2)?, encode(0.5 * c2)?].iter().flat_map(|&v| std::iter::repeat_n(v, b)).collect();
+    let uu = bl.mul_const(ss, scale);
+    let uu = bl.trunc(uu);
+    let (u, hu) = (bl.slice(uu, 0, b), bl.slice(uu, b, b));
+    // t_nj = [u_n ≥ 4^j], j = 0..=m (t_n0: the clip is active)
+    let u_rep = bl.gather(u, (0..b * (m + 1)).map(|i| (i / (m + 1)) as u32).collect());
+    let pow: Vec<u128> =
+        (0..b).flat_map(|_| (0..=m).map(|j| (1u128 << (2 * j)) << FRAC_BITS)).collect();
+    let pow = bl.constant(pow);
+    let x = bl.sub(u_rep, pow);
+    let t = bl.geq_zero(x, FRAC_BITS + 2 * (m as u32 + 1) + 2);
+    let y = bl.rsqrt(hu, t, m);
+    // factor = 1 + t_0·(y − 1) = min(1, C/‖g‖)
+    let t0 = bl.gather(t, (0..b).map(|n| (n * (m + 1)) as u32).collect());
+    let ym1 = bl.add_const(y, vec![encode(1.0)?.wrapping_neg()]);
+    let f = bl.mul(t0, ym1);
+    let f = bl.add_const(f, vec![encode(1.0)?]);
+    let f_rep = bl.gather(f, (0..b * d).map(|i| (i / d) as u32).collect());
+    let gs = bl.fmul(g, f_rep);
+    let mut sum = bl.column_sum(gs, d);
+    if cfg.sigma > 0.0 {
+        sum = bl.add_noise(sum, party_variance(cfg.clip, cfg.sigma, parties));
+    }
+    bl.open(sum);
+    Ok(bl.finish())
+}
+
+/// Party p's inputs: encoded mat^p and dlog^p.
+pub fn party_inputs(local: &PartyLocal) -> Result<Vec<Vec<u128>>, MpcError> {
+    Ok(vec![encode_all(&local.mat)?, encode_all(&local.dlog)?])
+}
+
+/// G̃ by the MPC (all parties and the dealer in this process), decoded, with the run's report.
+pub fn mpc_clipped_sum(
+    parties: &[PartyLocal],
+    cfg: &GradientConfig,
+    seed: Seed,
+) -> Result<(Vec<f64>, RunReport), MpcError> {
+    let prog = gradient_program(&Shape::of(parties)?, cfg)?;
+    let inputs = parties.iter().map(party_inputs).collect::<Result<Vec<_>, _>>()?;
+    let report = run_in_process(&prog, inputs, seed, false)?;
+    Ok((report.output.iter().map(|&v| decode(v)).collect(), report))
+}
+
+/// G̃ by the plaintext fixed-point simulation of the same circuit.
+pub fn fixed_clipped_sum(
+    parties: &[PartyLocal],
+    cfg: &GradientConfig,
+    rng: &mut impl Rng,
+) -> Result<Vec<f64>, MpcError> {
+    let prog = gradient_program(&Shape::of(parties)?, cfg)?;
+    let inputs = parties.iter().map(party_inputs).collect::<Result<Vec<_>, _>>()?;
+    Ok(run_fixed(&prog, inputs, rng)?.iter().map(|&v| decode(v)).collect())
+}

@@ -1,0 +1,229 @@
+//! The interpreter shared by a party ([`crate::mpc::party`]) and the plaintext simulation
+//! ([`crate::mpc::fixed`]): local ops, and the two halves of every interactive op (what to send,
+//! and what to do with the opened sum). In the simulation the machine is the only "party" and all
+//! correlated randomness is zero, so the masked openings are the values themselves and every op
+//! computes its exact fixed-point result (truncation is the floor).
+
+use crate::mpc::MpcError;
+use crate::mpc::dealer::OpMaterial;
+use crate::mpc::program::{Op, Program, TRUNC_BITS};
+use crate::mpc::ring::FRAC_BITS;
+
+/// A draw of `len` noise values of the given variance (ring units).
+pub(crate) type NoiseFn<'a> = dyn FnMut(usize, f64) -> Result<Vec<i128>, MpcError> + 'a;
+
+fn at(v: &[u128], i: usize) -> u128 {
+    v.get(i).copied().unwrap_or(0)
+}
+
+fn bcast(c: &[u128], i: usize) -> u128 {
+    if c.len() == 1 { c[0] } else { c[i] }
+}
+
+/// One party's registers.
+#[derive(Clone, Debug)]
+pub(crate) struct Machine {
+    pub regs: Vec<Vec<u128>>,
+    /// Party 0 adds public constants.
+    pub leader: bool,
+}
+
+impl Machine {
+    pub fn new(prog: &Program, leader: bool) -> Self {
+        Self { regs: vec![Vec::new(); prog.lens.len()], leader }
+    }
+
+    fn lead(&self, v: u128) -> u128 {
+        if self.leader { v } else { 0 }
+    }
+
+    /// Runs a local op.
+    pub fn local(&mut self, op: &Op, noise: &mut NoiseFn<'_>) -> Result<(), MpcError> {
+        let r = &self.regs;
+        let (dst, v): (usize, Vec<u128>) = match op {
+            Op::Const { dst, values } => (*dst, values.iter().map(|&v| self.lead(v)).collect()),
+            Op::Add { dst, a, b } => {
+                (*dst, r[*a].iter().zip(&r[*b]).map(|(x, y)| x.wrapping_add(*y)).collect())
+            }
+            Op::Sub { dst, a, b } => {
+                (*dst, r[*a].iter().zip(&r[*b]).map(|(x, y)| x.wrapping_sub(*y)).collect())
+            }
+            Op::MulConst { dst, src, c } => (
+                *dst,
+                r[*src].iter().enumerate().map(|(i, x)| x.wrapping_mul(bcast(c, i))).collect(),
+            ),
+            Op::AddConst { dst, src, c } => (
+                *dst,
+                r[*src]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| x.wrapping_add(self.lead(bcast(c, i))))
+                    .collect(),
+            ),
+            Op::Gather { dst, src, idx } => {
+                (*dst, idx.iter().map(|&i| r[*src][i as usize]).collect())
+            }
+            Op::Overwrite { dst, base, src, idx } => {
+                let mut v = r[*base].clone();
+                for (k, &i) in idx.iter().enumerate() {
+                    v[i as usize] = r[*src][k];
+                }
+                (*dst, v)
+            }
+            Op::Concat { dst, srcs } => {
+                (*dst, srcs.iter().flat_map(|&s| r[s].iter().copied()).collect())
+            }
+            Op::SumGroups { dst, src, group } => (
+                *dst,
+                r[*src]
+                    .chunks(*group)
+                    .map(|c| c.iter().fold(0u128, |a, x| a.wrapping_add(*x)))
+                    .collect(),
+            ),
+            Op::ColumnSum { dst, src, cols } => {
+                let mut v = vec![0u128; *cols];
+                for row in r[*src].chunks(*cols) {
+                    for (s, x) in v.iter_mut().zip(row) {
+                        *s = s.wrapping_add(*x);
+                    }
+                }
+                (*dst, v)
+            }
+            Op::CmpFinish { dst, base, abits, t, bits } => {
+                let l = *bits as usize;
+                let (a, t) = (&r[*abits], &r[*t]);
+                let v = r[*base]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &b)| {
+                        let mut lt = 0u128;
+                        for j in 0..l {
+                            if a[i * l + j] == 0 {
+                                let next = if j + 1 < l { t[i * l + j + 1] } else { self.lead(1) };
+                                lt = lt.wrapping_add(next.wrapping_sub(t[i * l + j]));
+                            }
+                        }
+                        b.wrapping_sub(lt)
+                    })
+                    .collect();
+                (*dst, v)
+            }
+            Op::AddNoise { dst, src, variance } => {
+                let z = noise(r[*src].len(), *variance)?;
+                (*dst, r[*src].iter().zip(z).map(|(x, z)| x.wrapping_add(z as u128)).collect())
+            }
+            Op::Input { .. }
+            | Op::Mul { .. }
+            | Op::Trunc { .. }
+            | Op::CmpOpen { .. }
+            | Op::Open { .. } => {
+                unreachable!("not a local op: {op:?}")
+            }
+        };
+        self.regs[dst] = v;
+        Ok(())
+    }
+
+    /// What this party broadcasts for interactive `op`.
+    pub fn prepare(&self, op: &Op, mat: &OpMaterial) -> Vec<u128> {
+        let r = &self.regs;
+        match (op, mat) {
+            (Op::Mul { a, b, .. }, m) => {
+                let (ta, tb) = match m {
+                    OpMaterial::Triples { a, b, .. } => (&a[..], &b[..]),
+                    _ => (&[][..], &[][..]),
+                };
+                let d = r[*a].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(ta, i)));
+                let e = r[*b].iter().enumerate().map(|(i, y)| y.wrapping_sub(at(tb, i)));
+                d.chain(e).collect()
+            }
+            (Op::Trunc { src, .. }, m) => self.masked(*src, TRUNC_BITS, mask(m)),
+            (Op::CmpOpen { src, bits, .. }, m) => self.masked(*src, *bits, mask(m)),
+            (Op::Open { src }, _) => r[*src].clone(),
+            _ => unreachable!("not an interactive op: {op:?}"),
+        }
+    }
+
+    fn masked(&self, src: usize, bits: u32, r: &[u128]) -> Vec<u128> {
+        let off = self.lead(1u128 << bits);
+        self.regs[src]
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x.wrapping_add(off).wrapping_add(at(r, i)))
+            .collect()
+    }
+
+    /// Completes interactive `op` from the opened sum of all parties' broadcasts. Returns the
+    /// program's output for [`Op::Open`].
+    pub fn finish(&mut self, op: &Op, mat: &OpMaterial, opened: &[u128]) -> Option<Vec<u128>> {
+        match op {
+            Op::Mul { dst, a, .. } => {
+                let n = self.regs[*a].len();
+                let (d, e) = opened.split_at(n);
+                let (ta, tb, tc) = match mat {
+                    OpMaterial::Triples { a, b, c } => (&a[..], &b[..], &c[..]),
+                    _ => (&[][..], &[][..], &[][..]),
+                };
+                let v = (0..n)
+                    .map(|i| {
+                        at(tc, i)
+                            .wrapping_add(d[i].wrapping_mul(at(tb, i)))
+                            .wrapping_add(e[i].wrapping_mul(at(ta, i)))
+                            .wrapping_add(self.lead(d[i].wrapping_mul(e[i])))
+                    })
+                    .collect();
+                self.regs[*dst] = v;
+                None
+            }
+            Op::Trunc { dst, .. } => {
+                let r_hi = match mat {
+                    OpMaterial::Trunc { r_hi, .. } => &r_hi[..],
+                    _ => &[][..],
+                };
+                let off = 1u128 << (TRUNC_BITS - FRAC_BITS);
+                let v = opened
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        self.lead((c >> FRAC_BITS).wrapping_sub(off)).wrapping_sub(at(r_hi, i))
+                    })
+                    .collect();
+                self.regs[*dst] = v;
+                None
+            }
+            Op::CmpOpen { e, base, abits, bits, .. } => {
+                let l = *bits as usize;
+                let (r_hi, rb) = match mat {
+                    OpMaterial::Cmp { r_hi, bits, .. } => (&r_hi[..], &bits[..]),
+                    _ => (&[][..], &[][..]),
+                };
+                let n = opened.len();
+                let mut ev = Vec::with_capacity(n * l);
+                let mut av = Vec::with_capacity(n * l);
+                let mut bv = Vec::with_capacity(n);
+                for (i, &c) in opened.iter().enumerate() {
+                    bv.push(self.lead(c >> bits).wrapping_sub(at(r_hi, i)));
+                    for j in 0..l {
+                        let a = (c >> j) & 1;
+                        let rj = at(rb, i * l + j);
+                        av.push(a);
+                        ev.push(if a == 1 { rj } else { self.lead(1).wrapping_sub(rj) });
+                    }
+                }
+                self.regs[*e] = ev;
+                self.regs[*abits] = av;
+                self.regs[*base] = bv;
+                None
+            }
+            Op::Open { .. } => Some(opened.to_vec()),
+            _ => unreachable!("not an interactive op: {op:?}"),
+        }
+    }
+}
+
+fn mask(m: &OpMaterial) -> &[u128] {
+    match m {
+        OpMaterial::Trunc { r, .. } | OpMaterial::Cmp { r, .. } => r,
+        _ => &[],
+    }
+}
