@@ -18,5 +18,6 @@ pub mod cps1988;
 pub mod model;
 pub mod mpc;
 pub mod privacy;
+pub mod report;
 pub mod schema;
 pub mod table;
