@@ -12,6 +12,7 @@ mod mean;
 mod nn;
 mod paillier;
 mod plot;
+mod vertical_vi;
 
 /// cape: capelab's protocols, natively.
 #[derive(Parser)]
@@ -60,6 +61,10 @@ enum Command {
     /// Paillier keys, encryption, decryption and sums as JSON (interoperability tests).
     #[command(subcommand)]
     Paillier(paillier::PaillierCommand),
+    /// DP variational inference over vertically partitioned data (seed 004): real MPC, its
+    /// fixed-point simulation, plain f64 or the non-partitioned baseline; test NLL per epoch, ε
+    /// per player, time and bytes per step, and a synthetic twin.
+    VerticalVi(vertical_vi::VerticalViArgs),
 }
 
 fn main() -> ExitCode {
@@ -77,5 +82,6 @@ fn main() -> ExitCode {
         Command::EfpsnSweep(args) => efpsn::run_sweep(args),
         Command::EfpsnAttack(args) => efpsn::run_attack(args),
         Command::Paillier(command) => paillier::run(command),
+        Command::VerticalVi(args) => vertical_vi::run(args),
     }
 }

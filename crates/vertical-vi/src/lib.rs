@@ -16,6 +16,7 @@ machinery); it is sans-IO like the rest of capelab.
 pub mod batch;
 pub mod cps1988;
 pub mod model;
+pub mod modes;
 pub mod mpc;
 pub mod privacy;
 pub mod report;

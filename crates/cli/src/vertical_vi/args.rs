@@ -1,0 +1,212 @@
+//! The flags of `cape vertical-vi`, and the data and run they describe.
+
+use std::path::PathBuf;
+
+use capelab_core::rng::Seed;
+use capelab_vertical_vi::cps1988;
+use capelab_vertical_vi::model::Sampling;
+use capelab_vertical_vi::model::generate::adult_like;
+use capelab_vertical_vi::modes::{Mode, RunConfig};
+use capelab_vertical_vi::schema::{PartyBlock, Schema};
+use capelab_vertical_vi::table::{self, select_rows, train_test_split};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModeArg {
+    /// Real additive secret sharing among the parties, with a dealer; noise in shares.
+    Mpc,
+    /// The same circuit in plaintext fixed point (the paper's main mode), same noise law.
+    Fixed,
+    /// f64 clipped sum, one Gaussian from a trusted noise source.
+    Plain,
+    /// Plain on the joined table: the non-partitioned DPVI baseline.
+    Nonpartitioned,
+}
+
+impl ModeArg {
+    pub fn mode(self) -> Mode {
+        match self {
+            ModeArg::Mpc => Mode::Mpc,
+            ModeArg::Fixed => Mode::Fixed,
+            ModeArg::Plain => Mode::Plain,
+            ModeArg::Nonpartitioned => Mode::NonPartitioned,
+        }
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SamplingArg {
+    /// Each record with rate q = B/N (what the accountant matches).
+    Poisson,
+    /// Exactly B records without replacement (the paper's runs; accounted as Poisson).
+    Fixed,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VerticalViArgs {
+    /// `cps1988` (data/cps1988.csv, the default two-party split), `synthetic` (the generated
+    /// Adult-like table) or one CSV of columns per party, in schema order (with --schema).
+    #[arg(long, value_name = "DATA", num_args = 1.., default_value = "cps1988")]
+    pub data: Vec<String>,
+    /// The public schema as JSON (needed with party CSV files).
+    #[arg(long, value_name = "FILE")]
+    pub schema: Option<PathBuf>,
+    /// P: checked against the data's parties (cps1988 and synthetic have 2).
+    #[arg(long, value_name = "P")]
+    pub parties: Option<usize>,
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub mode: ModeArg,
+    /// K, the mixture components.
+    #[arg(long, value_name = "K", default_value_t = 20)]
+    pub components: usize,
+    /// σ, the noise multiplier (noise std C·σ); 0 turns the noise off (not private).
+    #[arg(long, value_name = "S", default_value_t = 2.042)]
+    pub sigma: f64,
+    /// C, the joint clip bound of each example's gradient.
+    #[arg(long, value_name = "C", default_value_t = 1.0)]
+    pub clip: f64,
+    /// B: the batch size (Poisson: the expected one, q = B/N).
+    #[arg(long, value_name = "B", default_value_t = 100)]
+    pub batch: usize,
+    #[arg(long, value_enum, default_value = "poisson")]
+    pub sampling: SamplingArg,
+    /// T, the DP-SGD steps.
+    #[arg(long, value_name = "T", default_value_t = 1000)]
+    pub steps: usize,
+    /// Adam's learning rate.
+    #[arg(long, value_name = "LR", default_value_t = 0.01)]
+    pub learning_rate: f64,
+    /// Test NLL every this many steps; 0 = once per epoch (⌈N/B⌉ steps).
+    #[arg(long, value_name = "STEPS", default_value_t = 0)]
+    pub eval_every: usize,
+    /// δ of the privacy table.
+    #[arg(long, value_name = "D", default_value_t = 1e-5)]
+    pub delta: f64,
+    /// A reproducible run (not private against anyone who knows the seed); without it every
+    /// random draw comes from the operating system.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Rows of the generated table for `--data synthetic` (80/20 train/test).
+    #[arg(long, value_name = "N", default_value_t = 3000)]
+    pub generated_rows: usize,
+    /// Write a synthetic twin sampled from the released posterior here (CSV, all columns).
+    #[arg(long, value_name = "FILE.csv")]
+    pub synthetic_out: Option<PathBuf>,
+    /// Rows of the synthetic twin (default: the training rows).
+    #[arg(long, value_name = "N")]
+    pub rows: Option<usize>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The loaded data: train and test blocks over one schema.
+pub struct Data {
+    pub name: String,
+    pub schema: Schema,
+    pub train: Vec<PartyBlock>,
+    pub test: Vec<PartyBlock>,
+}
+
+fn split_blocks(blocks: &[PartyBlock], split: &table::Split) -> (Vec<PartyBlock>, Vec<PartyBlock>) {
+    (
+        blocks.iter().map(|b| select_rows(b, &split.train)).collect(),
+        blocks.iter().map(|b| select_rows(b, &split.test)).collect(),
+    )
+}
+
+impl VerticalViArgs {
+    pub fn seed(&self) -> Seed {
+        self.seed.map_or(Seed::Os, Seed::Fixed)
+    }
+
+    pub fn load(&self) -> Result<Data, String> {
+        let data = match self.data.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["cps1988"] => {
+                let path = cps1988::DATA_PATH;
+                let csv = std::fs::read_to_string(path).map_err(|e| {
+                    format!("{path}: {e} (scripts/setup.sh test writes it; run from the repository root)")
+                })?;
+                let (tables, _) = cps1988::load(&csv).map_err(|e| format!("{path}: {e}"))?;
+                let blocks: Vec<PartyBlock> = tables.into_iter().map(|t| t.block).collect();
+                let (train, test) = split_blocks(&blocks, &cps1988::split(blocks[0].rows));
+                Data { name: "CPS1988".into(), schema: cps1988::schema(), train, test }
+            }
+            ["synthetic"] => {
+                if self.generated_rows < 10 {
+                    return Err(format!(
+                        "--generated-rows {}: need at least 10 rows",
+                        self.generated_rows
+                    ));
+                }
+                let g = adult_like(self.generated_rows, self.seed.unwrap_or(0));
+                let split = train_test_split(cps1988::SPLIT_SEED, self.generated_rows, 0.2);
+                let (train, test) = split_blocks(&g.blocks, &split);
+                Data {
+                    name: format!("generated Adult-like table ({} rows)", self.generated_rows),
+                    schema: g.schema,
+                    train,
+                    test,
+                }
+            }
+            ref files => {
+                let path = self.schema.as_ref().ok_or_else(|| {
+                    format!(
+                        "--data {}: party CSV files need --schema schema.json (or use cps1988 or synthetic)",
+                        files.join(" ")
+                    )
+                })?;
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--schema {}: {e}", path.display()))?;
+                let schema: Schema = serde_json::from_str(&text)
+                    .map_err(|e| format!("--schema {}: {e}", path.display()))?;
+                let texts = files
+                    .iter()
+                    .map(|f| std::fs::read_to_string(f).map_err(|e| format!("--data {f}: {e}")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                let tables = table::read_parties(&schema, &refs).map_err(|e| e.to_string())?;
+                let blocks: Vec<PartyBlock> = tables.into_iter().map(|t| t.block).collect();
+                let rows = blocks[0].rows;
+                if rows < 2 {
+                    return Err(format!("--data: {rows} rows cannot be split into train and test"));
+                }
+                let (train, test) =
+                    split_blocks(&blocks, &train_test_split(cps1988::SPLIT_SEED, rows, 0.2));
+                Data { name: files.join(" + "), schema, train, test }
+            }
+        };
+        if let Some(p) = self.parties
+            && p != data.schema.parties.len()
+        {
+            return Err(format!(
+                "--parties {p}: the data {} has {} parties",
+                data.name,
+                data.schema.parties.len()
+            ));
+        }
+        Ok(data)
+    }
+
+    pub fn run_config(&self, records: usize) -> Result<RunConfig, String> {
+        if self.batch == 0 || self.batch > records {
+            return Err(format!(
+                "--batch {}: need 1 ≤ B ≤ N = {records} training rows",
+                self.batch
+            ));
+        }
+        let sampling = match self.sampling {
+            SamplingArg::Poisson => Sampling::Poisson { rate: self.batch as f64 / records as f64 },
+            SamplingArg::Fixed => Sampling::Fixed { size: self.batch },
+        };
+        Ok(RunConfig {
+            components: self.components,
+            sigma: self.sigma,
+            clip: self.clip,
+            sampling,
+            learning_rate: self.learning_rate,
+            eval_every: self.eval_every,
+            delta: self.delta,
+            ..RunConfig::paper(self.mode.mode(), records, self.steps, self.seed())
+        })
+    }
+}

@@ -1,0 +1,240 @@
+//! `cape vertical-vi`: DP variational inference over vertically partitioned data (seed 004) in one
+//! process, in one of four modes (real MPC, its fixed-point simulation, plain f64, or the
+//! non-partitioned baseline): test NLL per epoch, ε per player, time and bytes per step, and a
+//! synthetic twin.
+
+mod args;
+
+use std::process::ExitCode;
+
+use capelab_vertical_vi::model::twin::decode;
+use capelab_vertical_vi::modes::{Mode, Progress, RunResult, run as run_modes};
+use capelab_vertical_vi::privacy::{Adjacency, Viewer};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+
+pub use args::VerticalViArgs;
+
+fn viewer_name(v: Viewer) -> String {
+    match v {
+        Viewer::Analyst => "outside analyst".into(),
+        Viewer::Party => "a party".into(),
+        Viewer::Colluding { colluding } => format!("{colluding} colluding parties"),
+    }
+}
+
+/// The twin as one CSV: every party's columns side by side, one row per record.
+fn twin_csv(result: &RunResult, rows: usize, args: &VerticalViArgs) -> String {
+    let mut rng = args.seed().rng("vvi/twin");
+    let blocks = result.posterior.sample_twin(rows, &mut rng);
+    let tables = decode(&result.posterior.model.schema, &blocks);
+    let mut joined = capelab_vertical_vi::model::twin::TextTable {
+        header: tables.iter().flat_map(|t| t.header.clone()).collect(),
+        rows: vec![Vec::new(); rows],
+    };
+    for t in &tables {
+        for (out, r) in joined.rows.iter_mut().zip(&t.rows) {
+            out.extend(r.iter().cloned());
+        }
+    }
+    joined.to_csv()
+}
+
+fn vertical_vi(args: &VerticalViArgs) -> Result<Value, String> {
+    let data = args.load()?;
+    let records = data.train[0].rows;
+    let config = args.run_config(records)?;
+    let progress = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(config.steps as u64).with_style(
+            ProgressStyle::default_bar()
+                .template(&format!(
+                    "{{spinner}} {} step {{pos}}/{{len}} [{{bar:30}}] {{elapsed}} (eta {{eta}}) {{msg}}",
+                    config.mode.name()
+                ))
+                .expect("a valid template"),
+        )
+    };
+    let mut on = |p: &Progress| {
+        progress.set_position(p.step as u64);
+        if let Some(e) = p.eval {
+            progress.set_message(format!("test NLL {:.4}", e.test_nll));
+        }
+    };
+    let result = run_modes(&data.schema, &data.train, &data.test, &config, &mut on)
+        .map_err(|e| e.to_string())?;
+    progress.finish_and_clear();
+    let synthetic = match &args.synthetic_out {
+        Some(path) => {
+            let rows = args.rows.unwrap_or(records);
+            if rows == 0 {
+                return Err("--rows 0: the twin needs at least one row".into());
+            }
+            let csv = twin_csv(&result, rows, args);
+            let columns = csv.lines().next().unwrap_or("").to_string();
+            std::fs::write(path, &csv)
+                .map_err(|e| format!("--synthetic-out {}: {e}", path.display()))?;
+            json!({ "path": path.display().to_string(), "rows": rows, "header": columns })
+        }
+        None => Value::Null,
+    };
+    let privacy: Vec<Value> = result
+        .privacy
+        .iter()
+        .flatten()
+        .map(|g| {
+            json!({
+                "viewer": viewer_name(g.viewer),
+                "noise": g.noise,
+                "adjacency": g.adjacency,
+                "noise_multiplier": g.noise_multiplier,
+                "sampling_rate": g.sampling_rate,
+                "compositions": g.compositions,
+                "approximate": g.approximate,
+                "delta": g.delta,
+                "epsilon": g.epsilon.best(),
+                "epsilon_rdp": g.epsilon.rdp.epsilon,
+                "epsilon_pld": g.epsilon.pld,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "data": data.name,
+        "mode": config.mode.name(),
+        "parties": data.schema.parties.iter().map(|p| json!({
+            "name": p.name,
+            "columns": p.features.iter().map(|f| f.name.clone()).collect::<Vec<_>>(),
+            "parameters_per_component": p.parameters(),
+        })).collect::<Vec<_>>(),
+        "components": config.components,
+        "gradient_dimension": data.schema.gradient_len(config.components),
+        "sigma": config.sigma,
+        "clip": config.clip,
+        "sampling": config.sampling,
+        "batch": args.batch,
+        "steps": config.steps,
+        "learning_rate": config.learning_rate,
+        "seed": args.seed,
+        "train_records": result.train_records,
+        "test_records": result.test_records,
+        "steps_per_epoch": result.steps_per_epoch,
+        "test_nll": result.evals,
+        "final_test_nll": result.final_test_nll,
+        "train_seconds": result.train_seconds,
+        "per_step": {
+            "mean_batch": result.cost.mean_batch,
+            "mean_seconds": result.cost.mean_seconds,
+            "max_seconds": result.cost.max_seconds,
+            "rounds": result.cost.rounds,
+            "mean_bytes_sent": result.cost.mean_bytes_sent,
+            "first_step_bytes_sent": result.costs.first().map(|c| c.bytes_sent.clone()),
+            "first_step_dealt_values": result.costs.first().map(|c| c.dealt_values.clone()),
+        },
+        "privacy": privacy,
+        "synthetic": synthetic,
+    }))
+}
+
+fn print_human(args: &VerticalViArgs, v: &Value) {
+    let parties: Vec<String> = v["parties"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            format!(
+                "{} ({} columns)",
+                p["name"].as_str().unwrap_or(""),
+                p["columns"].as_array().map_or(0, |c| c.len())
+            )
+        })
+        .collect();
+    println!(
+        "DP-VI on {}, mode {}: {} train / {} test rows; parties {}",
+        v["data"].as_str().unwrap_or(""),
+        v["mode"].as_str().unwrap_or(""),
+        v["train_records"],
+        v["test_records"],
+        parties.join(", ")
+    );
+    println!(
+        "  K = {}, D = {}, σ = {}, C = {}, B = {} ({}), T = {}, lr = {}, {}",
+        v["components"],
+        v["gradient_dimension"],
+        args.sigma,
+        args.clip,
+        args.batch,
+        match args.sampling {
+            args::SamplingArg::Poisson => "Poisson",
+            args::SamplingArg::Fixed => "fixed batches",
+        },
+        args.steps,
+        args.learning_rate,
+        args.seed.map_or("seed from the OS".to_string(), |s| format!(
+            "seed {s} (reproducible, not private)"
+        ))
+    );
+    println!("  {:>8} {:>7} {:>10}", "epoch", "step", "test NLL");
+    for e in v["test_nll"].as_array().into_iter().flatten() {
+        println!(
+            "  {:>8.2} {:>7} {:>10.4}",
+            e["epoch"].as_f64().unwrap_or(f64::NAN),
+            e["step"].as_u64().unwrap_or(0),
+            e["test_nll"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    let s = &v["per_step"];
+    let mut cost = format!(
+        "  per step: {:.2} ms (max {:.2} ms), mean batch {:.1}",
+        1e3 * s["mean_seconds"].as_f64().unwrap_or(f64::NAN),
+        1e3 * s["max_seconds"].as_f64().unwrap_or(f64::NAN),
+        s["mean_batch"].as_f64().unwrap_or(f64::NAN)
+    );
+    if args.mode.mode() == Mode::Mpc {
+        let bytes: Vec<String> = s["mean_bytes_sent"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|b| format!("{:.2} MB", b.as_f64().unwrap_or(f64::NAN) / 1e6))
+            .collect();
+        cost.push_str(&format!("; {} rounds; sent per party {}", s["rounds"], bytes.join(", ")));
+    }
+    println!("{cost}");
+    let privacy = v["privacy"].as_array().cloned().unwrap_or_default();
+    if privacy.is_empty() {
+        println!("  σ = 0: no noise, no privacy guarantee");
+    }
+    for g in privacy {
+        let adj = match serde_json::from_value::<Adjacency>(g["adjacency"].clone()) {
+            Ok(Adjacency::AddRemove) => "add/remove",
+            _ => "replace-one",
+        };
+        println!(
+            "  ε = {:>10.4} at δ = {:e} for {} ({adj}; z = {:.4}, Q = {:.3e}, {} compositions{})",
+            g["epsilon"].as_f64().unwrap_or(f64::NAN),
+            g["delta"].as_f64().unwrap_or(f64::NAN),
+            g["viewer"].as_str().unwrap_or(""),
+            g["noise_multiplier"].as_f64().unwrap_or(f64::NAN),
+            g["sampling_rate"].as_f64().unwrap_or(f64::NAN),
+            g["compositions"],
+            if g["approximate"] == true { ", fixed batches accounted as Poisson" } else { "" }
+        );
+    }
+    if let Some(path) = v["synthetic"]["path"].as_str() {
+        println!("wrote {path} ({} synthetic rows)", v["synthetic"]["rows"]);
+    }
+}
+
+pub fn run(args: VerticalViArgs) -> ExitCode {
+    match vertical_vi(&args) {
+        Ok(v) => {
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
+            } else {
+                print_human(&args, &v);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(m) => crate::exit::fail(m),
+    }
+}
