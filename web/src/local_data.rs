@@ -353,7 +353,7 @@ mod tests {
         assert_eq!(DataSource::Seeded { seed: 1 }.efpsn_rows(), None, "seeded: the shared digits");
         let table = |text: &str| DataSource::Table {
             origin: "test".into(),
-            table: parse_table(text).unwrap(),
+            table: parse_raw_table(text).unwrap(),
         };
         let headed = table("a,target,b\n1,2,3\n4,0,6\n").efpsn_rows().unwrap().unwrap();
         assert_eq!(headed.x, vec![vec![1.0, 3.0], vec![4.0, 6.0]]);

@@ -156,8 +156,9 @@ pub fn LocalDataPanel(
             </p>
             <p class="muted small" data-testid="efpsn-data-hint">
                 "EFPSN: with a seed the site takes its part of the shared digits; a typed or loaded "
-                "table is its own labelled rows instead (the label in a column headed target, or "
-                "the last), as many features as the study's model, each in its public range."
+                "table (raw scale ticked, e.g. digits' pixel counts 0–16) is its own labelled rows "
+                "instead: the label in a column headed target, or the last; as many features as "
+                "the study's model, each in its public range."
             </p>
             <div class="source-choice">
                 {radio(Choice::Seed, "from a seed", "source-seed")}
