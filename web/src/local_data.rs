@@ -72,6 +72,48 @@ impl DataSource {
     }
 }
 
+impl DataSource {
+    /// The rows an EFPSN agent optimises on: `None` when the site has no table of its own (it
+    /// then takes its part of the shared digits); otherwise the table's rows with the label in
+    /// the column headed `target`, or in the last column when there is no such header.
+    pub fn efpsn_rows(&self) -> Option<Result<LabelledRows, String>> {
+        let DataSource::Table { table, .. } = self else { return None };
+        let width = table.width();
+        if width < 2 {
+            return Some(Err(format!(
+                "a labelled table needs features and a label column; this one has {width} column(s)"
+            )));
+        }
+        let label = table
+            .header
+            .as_ref()
+            .and_then(|h| h.iter().position(|c| c.trim() == "target"))
+            .unwrap_or(width - 1);
+        let mut rows = LabelledRows { x: Vec::new(), y: Vec::new() };
+        for (r, row) in table.rows.iter().enumerate() {
+            let y = row[label];
+            if !(y >= 0.0 && y.fract() == 0.0) {
+                return Some(Err(format!(
+                    "row {}: the label {y} is not a class number 0, 1, 2, …",
+                    r + 1
+                )));
+            }
+            rows.x.push(
+                row.iter().enumerate().filter(|(j, _)| *j != label).map(|(_, v)| *v).collect(),
+            );
+            rows.y.push(y);
+        }
+        Some(Ok(rows))
+    }
+}
+
+/// A site's own labelled rows, as its worker receives them.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LabelledRows {
+    pub x: Vec<Vec<f64>>,
+    pub y: Vec<f64>,
+}
+
 /// Parsed values: rows of equal width, each value in [0, 1].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Table {
@@ -305,6 +347,24 @@ pub fn fresh_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn efpsn_rows_take_the_target_column_or_the_last_and_name_a_bad_label() {
+        assert_eq!(DataSource::Seeded { seed: 1 }.efpsn_rows(), None, "seeded: the shared digits");
+        let table = |text: &str| DataSource::Table {
+            origin: "test".into(),
+            table: parse_raw_table(text).unwrap(),
+        };
+        let headed = table("a,target,b\n1,2,3\n4,0,6\n").efpsn_rows().unwrap().unwrap();
+        assert_eq!(headed.x, vec![vec![1.0, 3.0], vec![4.0, 6.0]]);
+        assert_eq!(headed.y, vec![2.0, 0.0]);
+        let bare = table("1 2 3\n4 5 1\n").efpsn_rows().unwrap().unwrap();
+        assert_eq!((bare.x[1].clone(), bare.y.clone()), (vec![4.0, 5.0], vec![3.0, 1.0]));
+        let bad = table("1,2,0.5\n").efpsn_rows().unwrap().unwrap_err();
+        assert_eq!(bad, "row 1: the label 0.5 is not a class number 0, 1, 2, …");
+        let narrow = table("1\n2\n").efpsn_rows().unwrap().unwrap_err();
+        assert!(narrow.contains("has 1 column(s)"), "{narrow}");
+    }
 
     #[test]
     fn nn_records_are_seeded_labelled_and_in_the_unit_ball() {

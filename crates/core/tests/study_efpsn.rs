@@ -16,7 +16,7 @@ use capelab_core::efpsn::sim::Method;
 use capelab_core::rng::derive;
 use capelab_core::study::StudyId;
 use capelab_core::study::efpsn::sim::StudySim;
-use capelab_core::study::efpsn::{EfpsnTask, Residual, RunPlan, RunStatus};
+use capelab_core::study::efpsn::{AgentData, EfpsnTask, Residual, RunPlan, RunStatus};
 use capelab_core::study::iterative::SiteSettings;
 use capelab_core::wire::ParticipantId;
 use rand_distr::{Distribution, Normal};
@@ -81,16 +81,21 @@ fn task(agents: &[ParticipantId], methods: &[Method], key_bits: u32) -> EfpsnTas
         .collect();
     EfpsnTask {
         runs,
-        split: ClassificationSplit {
-            classes: CLASSES,
-            feature_bound: 8.0,
-            ridge: 1e-3,
-            test_fraction: 0.25,
-            seed: 3,
-        },
+        split: split(),
         key_bits,
         record_every: 50,
         theorem: TheoremInputs::spec_default(1e3, 1e-6),
+    }
+}
+
+fn split() -> ClassificationSplit {
+    ClassificationSplit {
+        classes: CLASSES,
+        features: FEATURES,
+        feature_bound: 8.0,
+        ridge: 1e-3,
+        test_fraction: 0.25,
+        seed: 3,
     }
 }
 
@@ -192,6 +197,69 @@ fn a_site_whose_budget_the_run_would_exceed_declines_it_with_nothing_sent() {
         assert!(why.starts_with("agent 1 declined this run: insufficient privacy budget"), "{why}");
     }
     assert!(sim.finished());
+}
+
+#[test]
+fn an_agent_may_bring_its_own_labelled_table_and_a_bad_one_is_declined_naming_it() {
+    let data = blobs(480);
+    let yes = SiteSettings { allow_nonprivate: true };
+    // Agent 2 brings 120 rows of its own (drawn like the shared ones, not from them).
+    let own = {
+        let more = blobs(600);
+        more.select(&(480..600).collect::<Vec<_>>())
+    };
+    let rows = |i: usize| {
+        if i == 2 { AgentData::Own(own.clone()) } else { AgentData::Shared(data.clone()) }
+    };
+    let methods = [Method::Efpsn, Method::NoiseFree];
+    let mut sim =
+        StudySim::start_with(4, &data, rows, yes, ledger, |a| task(a, &methods, 1024), 6).unwrap();
+    sim.run().unwrap();
+    let runs = sim.dashboard.machine.runs();
+    for run in runs {
+        assert!(run.status.iter().all(|s| *s == RunStatus::Done), "{:?}", run.status);
+    }
+    let (e, f) = (runs[0].trace.last().unwrap(), runs[1].trace.last().unwrap());
+    assert!((e.score - f.score).abs() <= 0.01, "EFPSN {} vs noise-free {}", e.score, f.score);
+    assert!(f.score > 0.8, "noise-free accuracy {}", f.score);
+    // Its own rows are all its own: its gradient at 0 is the one of those 120 rows.
+    let own_cost = split().own_cost(&own).unwrap();
+    let exact = runs[1].gradient_at_zero[2].clone().unwrap();
+    let mut expected = vec![0.0; exact.len()];
+    own_cost.gradient(&vec![0.0; exact.len()], None, &mut expected);
+    let gap = exact.iter().zip(&expected).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(gap < 1e-12, "agent 2's gradient at 0 is not its own table's: {gap}");
+
+    // A table with the wrong width, or a value outside the public range, is refused by that
+    // agent alone, naming the problem; the others are told who declined.
+    let narrow = Dataset::from_rows(&[vec![1.0; FEATURES - 1]], &[0.0]).unwrap();
+    let mut wide = vec![vec![1.0; FEATURES]; 3];
+    wide[1][4] = 9.5;
+    let out_of_range = Dataset::from_rows(&wide, &[0.0, 1.0, 2.0]).unwrap();
+    for (bad, expect) in [
+        (narrow, "5 feature columns; the study's model needs 6"),
+        (out_of_range, "row 2, feature 5: 9.5 is outside the public range [0, 8]"),
+    ] {
+        let rows = |i: usize| {
+            if i == 1 { AgentData::Own(bad.clone()) } else { AgentData::Shared(data.clone()) }
+        };
+        let mut sim = StudySim::start_with(
+            3,
+            &data,
+            rows,
+            yes,
+            ledger,
+            |a| task(a, &[Method::Efpsn], 1024),
+            7,
+        )
+        .unwrap();
+        sim.run().unwrap();
+        let run = &sim.dashboard.machine.runs()[0];
+        let RunStatus::Declined(why) = &run.status[1] else { panic!("{:?}", run.status[1]) };
+        assert!(why.contains("this agent's own table") && why.contains(expect), "{why}");
+        assert!(sim.sites[1].machine.ledger().entries().is_empty());
+        assert!(sim.finished());
+    }
 }
 
 #[test]

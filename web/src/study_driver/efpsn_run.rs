@@ -66,8 +66,15 @@ impl Default for EfpsnFields {
 }
 
 /// The public split every tab applies to digits: 16 bounds the pixel counts, 20% is held out.
-pub fn digits_split(classes: usize) -> ClassificationSplit {
-    ClassificationSplit { classes, feature_bound: 16.0, ridge: 1e-3, test_fraction: 0.2, seed: 0 }
+pub fn digits_split(classes: usize, features: usize) -> ClassificationSplit {
+    ClassificationSplit {
+        classes,
+        features,
+        feature_bound: 16.0,
+        ridge: 1e-3,
+        test_fraction: 0.2,
+        seed: 0,
+    }
 }
 
 impl EfpsnFields {
@@ -130,7 +137,7 @@ impl EfpsnFields {
             .collect();
         let task = EfpsnTask {
             runs,
-            split: digits_split(classes),
+            split: digits_split(classes, features),
             key_bits: self.key_bits,
             record_every: (self.iterations / 40).max(1),
             theorem: TheoremInputs::spec_default(self.gamma, self.delta),

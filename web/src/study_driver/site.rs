@@ -502,14 +502,25 @@ impl SiteStudy {
             guard.nn = None;
             guard.ica_active = false;
             guard.efpsn_active = true;
+            // A tab with a table of its own optimises on it (its label in the `target` column or
+            // the last); the others take their part of the shared digits, fetched once.
+            let own = self.view.data.get_untracked().efpsn_rows();
+            let needs_digits = own.is_none();
             let start = |csv: String| ToWorker::EfpsnStart {
                 me: me.id,
                 dashboard: from,
                 payload: payload.to_vec(),
                 ledger_json: ledger.borrow().to_json(),
                 csv,
+                own: own.clone(),
                 allow_nonprivate: self.view.allow_nonprivate.get_untracked(),
             };
+            if !needs_digits {
+                if let Some(host) = guard.ica.as_ref() {
+                    host.post(&start(String::new()));
+                }
+                return;
+            }
             if let Some(csv) = guard.digits.clone() {
                 if let Some(host) = guard.ica.as_ref() {
                     host.post(&start((*csv).clone()));

@@ -8,9 +8,8 @@ freeze the page). Fed by the tab's messages, it answers with envelopes, the ledg
 use capelab_core::accountant::Ledger;
 use capelab_core::driver::{Machine, Outgoing};
 use capelab_core::efpsn::EfpsnError;
-use capelab_core::efpsn::problem::labelled_csv;
 use capelab_core::rng::os_rng;
-use capelab_core::study::efpsn::{EfpsnStudySite, RunStatus};
+use capelab_core::study::efpsn::{AgentData, EfpsnStudySite, RunStatus};
 use capelab_core::study::iterative::SiteSettings;
 use capelab_core::wire::ParticipantId;
 use serde::{Deserialize, Serialize};
@@ -31,8 +30,10 @@ pub struct EfpsnSiteView {
     /// This tab's place on the graph and its neighbours' places.
     pub agent: Option<usize>,
     pub neighbours: Vec<usize>,
-    /// Rows of its part of the split (private: they never leave the tab).
+    /// Rows of its part of the split, or of its own table (private: they never leave the tab).
     pub rows: usize,
+    /// Whether the agent optimises on its own table rather than its part of the shared one.
+    pub own_data: bool,
     /// The EFPSN run's (ε, δ) by Theorem IV.1, as recorded in the ledger.
     pub epsilon: Option<(f64, f64)>,
     pub key_bits: u32,
@@ -44,6 +45,7 @@ pub struct EfpsnSiteView {
 #[derive(Default)]
 pub struct EfpsnEngine {
     role: Option<EfpsnStudySite<Ledger>>,
+    own_data: bool,
     entries: usize,
     refusals: Vec<String>,
 }
@@ -56,25 +58,21 @@ impl EfpsnEngine {
         dashboard: ParticipantId,
         payload: &[u8],
         ledger_json: &str,
-        csv: &str,
+        data: AgentData,
         allow_nonprivate: bool,
         now_ms: u64,
     ) -> Vec<FromWorker> {
-        let prepared = Ledger::from_json(ledger_json)
-            .map_err(|e| format!("the ledger: {e}"))
-            .and_then(|ledger| {
-                let (data, _) = labelled_csv(csv).map_err(|e| e.to_string())?;
-                Ok((ledger, data))
-            });
-        let (ledger, data) = match prepared {
-            Ok(p) => p,
-            Err(reason) => {
-                self.refusals.push(format!("the EFPSN study could not start here: {reason}"));
+        let ledger = match Ledger::from_json(ledger_json) {
+            Ok(l) => l,
+            Err(e) => {
+                self.refusals
+                    .push(format!("the EFPSN study could not start here: the ledger: {e}"));
                 return vec![FromWorker::EfpsnView(Box::new(self.view()))];
             }
         };
         self.entries = ledger.entries().len();
         self.refusals.clear();
+        self.own_data = matches!(data, AgentData::Own(_));
         let settings = SiteSettings { allow_nonprivate };
         let mut role = EfpsnStudySite::new(me, dashboard, data, ledger, settings, os_rng());
         let result = role.handle(now_ms, dashboard, payload);
@@ -121,6 +119,7 @@ impl EfpsnEngine {
             agent: None,
             neighbours: Vec::new(),
             rows: 0,
+            own_data: self.own_data,
             epsilon: None,
             key_bits: 0,
             runs: Vec::new(),
@@ -236,6 +235,7 @@ mod tests {
                     payload,
                     ledger_json: ledgers[i].clone(),
                     csv: csv.clone(),
+                    own: None,
                     allow_nonprivate: true,
                 }
             } else {

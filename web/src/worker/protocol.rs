@@ -49,7 +49,8 @@ pub enum ToWorker {
     IcaStop {
         reason: String,
     },
-    /// An `efpsn/start`: this tab's agent, on its part of the data set (`csv`: the app's copy).
+    /// An `efpsn/start`: this tab's agent, on its part of the data set (`csv`: the app's copy),
+    /// or on its own labelled rows (`own`, or why the tab's table cannot be used).
     EfpsnStart {
         me: ParticipantId,
         dashboard: ParticipantId,
@@ -57,6 +58,7 @@ pub enum ToWorker {
         payload: Vec<u8>,
         ledger_json: String,
         csv: String,
+        own: Option<Result<crate::local_data::LabelledRows, String>>,
         allow_nonprivate: bool,
     },
     /// An EFPSN message from a neighbour or the dashboard.

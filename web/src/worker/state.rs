@@ -1,10 +1,33 @@
 //! Everything one worker holds: a site tab's [`Engine`], or a dashboard's [`DashboardRun`]
 //! (a tab is one or the other), and the routing of the page's messages between them.
 
+use capelab_core::data::Dataset;
+use capelab_core::efpsn::problem::labelled_csv;
+use capelab_core::study::efpsn::AgentData;
+
 use super::aggregator::DashboardRun;
 use super::efpsn::EfpsnEngine;
 use super::engine::Engine;
 use super::protocol::{FromWorker, ToWorker};
+use crate::local_data::LabelledRows;
+
+/// The rows a site's EFPSN agent optimises on: its own table when it has one, else its part of
+/// the shared table `csv`.
+fn agent_data(csv: &str, own: Option<Result<LabelledRows, String>>) -> AgentData {
+    let unusable =
+        |e: &dyn std::fmt::Display| AgentData::Unusable(format!("this agent's own table: {e}"));
+    match own {
+        Some(Ok(rows)) => match Dataset::from_rows(&rows.x, &rows.y) {
+            Ok(d) => AgentData::Own(d),
+            Err(e) => unusable(&e),
+        },
+        Some(Err(e)) => unusable(&e),
+        None => match labelled_csv(csv) {
+            Ok((d, _)) => AgentData::Shared(d),
+            Err(e) => AgentData::Unusable(format!("the shared data set: {e}")),
+        },
+    }
+}
 
 #[derive(Default)]
 pub struct WorkerState {
@@ -17,14 +40,22 @@ impl WorkerState {
     pub fn handle(&mut self, message: ToWorker, now_ms: u64) -> Vec<FromWorker> {
         match (message, self.dashboard.as_mut()) {
             (
-                ToWorker::EfpsnStart { me, dashboard, payload, ledger_json, csv, allow_nonprivate },
+                ToWorker::EfpsnStart {
+                    me,
+                    dashboard,
+                    payload,
+                    ledger_json,
+                    csv,
+                    own,
+                    allow_nonprivate,
+                },
                 _,
             ) => self.efpsn.start(
                 me,
                 dashboard,
                 &payload,
                 &ledger_json,
-                &csv,
+                agent_data(&csv, own),
                 allow_nonprivate,
                 now_ms,
             ),

@@ -57,6 +57,8 @@ fn split_parts(
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClassificationSplit {
     pub classes: usize,
+    /// The public number of features (64 for digits): an agent's own table must have as many.
+    pub features: usize,
     /// The public bound features are divided by (16 for digits' pixel counts).
     pub feature_bound: f64,
     pub ridge: f64,
@@ -81,6 +83,17 @@ impl ClassificationSplit {
         Ok(())
     }
 
+    fn check_width(&self, data: &Dataset) -> Result<(), EfpsnError> {
+        if data.features() != self.features {
+            return Err(EfpsnError::Data(format!(
+                "the table has {} feature columns; the study's model needs {}",
+                data.features(),
+                self.features
+            )));
+        }
+        Ok(())
+    }
+
     /// Agent `agent`'s private cost: its part of the training rows, and nothing else.
     pub fn local_cost(
         &self,
@@ -89,6 +102,7 @@ impl ClassificationSplit {
         agents: usize,
     ) -> Result<LocalCost, EfpsnError> {
         self.check()?;
+        self.check_width(data)?;
         let (parts, _) = split_parts(data, agents, self.test_fraction, self.seed)?;
         let part = parts.get(agent).ok_or_else(|| {
             EfpsnError::Parameter(format!("agent {agent} of a split over {agents}"))
@@ -100,8 +114,42 @@ impl ClassificationSplit {
         )
     }
 
+    /// The private cost of an agent that brings its own labelled table instead of its part of the
+    /// shared one: every row of `data` is its own. The table must fit the public model: the same
+    /// number of features, each in [0, feature_bound], and labels among the study's classes; a
+    /// table that does not is refused, naming what is wrong, before anything is sent.
+    pub fn own_cost(&self, data: &Dataset) -> Result<LocalCost, EfpsnError> {
+        self.check()?;
+        self.check_width(data)?;
+        if data.is_empty() {
+            return Err(EfpsnError::Data("the table has no rows".into()));
+        }
+        for r in 0..data.len() {
+            if let Some((j, v)) = data
+                .x
+                .row(r)
+                .iter()
+                .enumerate()
+                .find(|(_, v)| !(**v >= 0.0 && **v <= self.feature_bound))
+            {
+                return Err(EfpsnError::Data(format!(
+                    "row {}, feature {}: {v} is outside the public range [0, {}]",
+                    r + 1,
+                    j + 1,
+                    self.feature_bound
+                )));
+            }
+        }
+        LocalCost::new(
+            Model::Softmax { classes: self.classes },
+            examples(data, self.feature_bound)?,
+            self.ridge,
+        )
+    }
+
     /// The whole problem (every part, the test rows, x*).
     pub fn problem(&self, data: &Dataset, agents: usize) -> Result<Problem, EfpsnError> {
+        self.check_width(data)?;
         Problem::classification(
             data,
             self.classes,

@@ -14,9 +14,15 @@ pub fn EfpsnSitePanel(study: SiteStudy) -> impl IntoView {
         study.view.efpsn.get().map(|v| {
             let place = match v.agent {
                 Some(i) => format!(
-                    "Agent {i} on the graph, neighbours {}: {} rows of digits, kept in this tab.",
+                    "Agent {i} on the graph, neighbours {}: {} rows of {}, kept in this tab.{}",
                     v.neighbours.iter().map(|j| j.to_string()).collect::<Vec<_>>().join(", "),
-                    v.rows
+                    v.rows,
+                    if v.own_data { "its own table" } else { "digits" },
+                    if v.own_data {
+                        " The dashboard's ‖x̄ − x*‖ and accuracy are measured on the shared digits split, whose x* does not know these rows."
+                    } else {
+                        ""
+                    }
                 ),
                 None => "Waiting for the data set and the Paillier key…".into(),
             };

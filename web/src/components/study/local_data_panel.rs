@@ -154,6 +154,12 @@ pub fn LocalDataPanel(
                 "Values in [0, 1], one row per line (several columns for d > 1). A study uses N_s "
                 "rows of d values: a seed makes exactly that many; typed or loaded values must match."
             </p>
+            <p class="muted small" data-testid="efpsn-data-hint">
+                "EFPSN: with a seed the site takes its part of the shared digits; a typed or loaded "
+                "table (raw scale ticked, e.g. digits' pixel counts 0–16) is its own labelled rows "
+                "instead: the label in a column headed target, or the last; as many features as "
+                "the study's model, each in its public range."
+            </p>
             <div class="source-choice">
                 {radio(Choice::Seed, "from a seed", "source-seed")}
                 {radio(Choice::Typed, "typed", "source-typed")}

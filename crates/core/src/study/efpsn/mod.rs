@@ -35,5 +35,5 @@ pub mod task;
 pub use messages::{Report, RunStatus, StudyBody, StudyMessage, kind};
 pub use observer::{EfpsnObserver, ObservedRun};
 pub use residual::Residual;
-pub use site::EfpsnStudySite;
+pub use site::{AgentData, EfpsnStudySite};
 pub use task::{EfpsnTask, RunPlan};

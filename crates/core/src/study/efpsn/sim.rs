@@ -3,7 +3,7 @@
 //! is the one a browser tab sends through the relay.
 
 use super::observer::EfpsnObserver;
-use super::site::EfpsnStudySite;
+use super::site::{AgentData, EfpsnStudySite};
 use super::task::EfpsnTask;
 use crate::accountant::Ledger;
 use crate::data::Dataset;
@@ -27,6 +27,20 @@ impl StudySim {
     pub fn start(
         n: usize,
         data: &Dataset,
+        settings: SiteSettings,
+        ledger: impl Fn(usize) -> Ledger,
+        task: impl FnOnce(&[ParticipantId]) -> EfpsnTask,
+        seed: u64,
+    ) -> Result<Self, EfpsnError> {
+        Self::start_with(n, data, |_| AgentData::Shared(data.clone()), settings, ledger, task, seed)
+    }
+
+    /// As [`StudySim::start`], but site `i` optimises on `rows(i)` (the shared table or its own);
+    /// the dashboard measures against the shared table `data`.
+    pub fn start_with(
+        n: usize,
+        data: &Dataset,
+        rows: impl Fn(usize) -> AgentData,
         settings: SiteSettings,
         ledger: impl Fn(usize) -> Ledger,
         task: impl FnOnce(&[ParticipantId]) -> EfpsnTask,
@@ -56,7 +70,7 @@ impl StudySim {
                 let role = EfpsnStudySite::new(
                     t.id(),
                     dashboard.transport.id(),
-                    data.clone(),
+                    rows(i),
                     ledger(i),
                     settings,
                     derive(seed, &format!("efpsn-study/site/{i}")),

@@ -71,10 +71,24 @@ impl SiteRun {
     }
 }
 
+/// The rows an agent optimises on.
+#[derive(Clone, Debug)]
+pub enum AgentData {
+    /// The labelled table every tab holds (e.g. digits): the agent keeps its part of the public
+    /// split.
+    Shared(Dataset),
+    /// The agent's own labelled table, all of it its own; it must fit the study's public model
+    /// ([`crate::efpsn::problem::ClassificationSplit::own_cost`]).
+    Own(Dataset),
+    /// The tab meant to bring its own table but could not read it: the study is refused with
+    /// this reason, nothing sent.
+    Unusable(String),
+}
+
 pub struct EfpsnStudySite<L> {
     me: ParticipantId,
     dashboard: ParticipantId,
-    data: Dataset,
+    data: AgentData,
     ledger: L,
     settings: SiteSettings,
     rng: CapeRng,
@@ -88,12 +102,12 @@ pub struct EfpsnStudySite<L> {
 }
 
 impl<L: LedgerAccess> EfpsnStudySite<L> {
-    /// The role of participant `me` for studies opened by `dashboard`, on the labelled table
-    /// `data` (the tab's copy: it keeps only its own part of the split).
+    /// The role of participant `me` for studies opened by `dashboard`, on `data`: the shared
+    /// labelled table (the tab's copy: it keeps only its own part of the split) or its own.
     pub fn new(
         me: ParticipantId,
         dashboard: ParticipantId,
-        data: Dataset,
+        data: AgentData,
         ledger: L,
         settings: SiteSettings,
         rng: CapeRng,
@@ -156,7 +170,14 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
         let ids: Vec<(StudyId, Method)> =
             task.runs.iter().map(|r| (r.plan.study, r.method)).collect();
         let prepared = task.check().and_then(|()| {
-            let cost = task.split.local_cost(&self.data, index, task.agents().len())?;
+            let cost = match &self.data {
+                AgentData::Shared(d) => task.split.local_cost(d, index, task.agents().len())?,
+                AgentData::Own(d) => task
+                    .split
+                    .own_cost(d)
+                    .map_err(|e| EfpsnError::Data(format!("this agent's own table: {e}")))?,
+                AgentData::Unusable(why) => return Err(EfpsnError::Data(why.clone())),
+            };
             Ok((cost, task.key_size()?))
         });
         let (cost, key_size) = match prepared {
