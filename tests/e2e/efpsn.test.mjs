@@ -7,6 +7,8 @@
 //   run's within 1 point while its masks are large on each agent and cancel in the sum (the
 //   dashboard shows both); the zero-sum residual, summed by SecureAgg over the integer masks, is
 //   shown as exactly 0; each agent's ledger gains the run's (ε, δ);
+// - an agent may bring its own labelled table (Agent D pastes 300 rows of digits with a `target`
+//   column) and optimises on it: its tab says so, and the run still ends where noise-free ends;
 // - a tab that leaves in Phase 2 is named on the dashboard and on every other agent's tab, and
 //   what was reported before stays shown.
 
@@ -57,6 +59,16 @@ describe('EFPSN over the real relay', { concurrency: false }, () => {
       await openFold(site.tab.page, 'fold-nn');
       await site.tab.page.setChecked('[data-testid="allow-nonprivate"]', true);
     }
+    // Agent D's own labelled rows: the last 300 images of digits, as a user would paste them.
+    const { page } = sites[3].tab;
+    const csv = await page.evaluate(async () => (await fetch('/digits.csv')).text());
+    const lines = csv.split('\n').filter((l) => l && !l.startsWith('#'));
+    const own = [lines[0], ...lines.slice(-300)].join('\n');
+    await openFold(page, 'fold-local-data');
+    await page.click('[data-testid="source-typed"]');
+    await page.setChecked('[data-testid="raw-scale"]', true);
+    await page.fill('#data-typed', own);
+    await page.click('[data-testid="use-typed"]');
   });
   after(() => stopRelayAndBrowser({ relay, browser }));
 
@@ -89,6 +101,9 @@ describe('EFPSN over the real relay', { concurrency: false }, () => {
     for (const row of rows) assert.equal((row.match(/Done/g) ?? []).length, 3, row);
     assert.match(await page.textContent('[data-testid="efpsn-epsilon"]'), /ε = [\d.]+/);
     await page.waitForSelector('[data-testid="efpsn-attack-chart"] svg');
+    const own = await sites[3].tab.page.textContent('[data-testid="efpsn-site-panel"]');
+    assert.match(own, /300 rows of its own table, kept in this tab/, own);
+    assert.match(await sites[0].tab.page.textContent('[data-testid="efpsn-site-panel"]'), /rows of digits/);
     for (const [i, site] of sites.entries()) {
       await site.tab.page.waitForSelector('[data-testid="efpsn-site-epsilon"]', { timeout: STEP_TIMEOUT_MS });
       assert.equal(await ledgerCount(site), before[i] + 1, `${site.name}: the EFPSN run's (ε, δ) is recorded`);
