@@ -19,4 +19,5 @@ pub mod model;
 pub mod mpc;
 pub mod privacy;
 pub mod schema;
+pub mod study;
 pub mod table;
