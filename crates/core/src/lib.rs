@@ -19,6 +19,8 @@ Modules, one concept each:
 - [`cape`]: CAPE (seed 000 §III): zero-sum noise, site and aggregator steps, the conventional
   baseline, Theorem 1 with its errata, the asymmetric extension.
 - [`secagg`]: SecureAgg (Bonawitz et al.), site and aggregator as sans-IO state machines.
+- [`link`]: end-to-end sealed point-to-point links between two participants (SecureAgg's key
+  agreement and AEAD, for protocols whose relay must not read what passes between peers).
 - [`study`]: what a dashboard runs across sites, as site and aggregator roles built from the
   above: the private mean ([`study::mean`], CAPE over SecureAgg, gated by each site's ledger).
 - [`data`]: numeric CSV tables, normalisation into FM's domain, splits, synthetic generators.
@@ -46,6 +48,7 @@ pub mod fm;
 pub mod fmri;
 pub mod gaussian;
 pub mod ica_quality;
+pub mod link;
 pub mod nn;
 pub mod pca;
 pub mod rng;

@@ -21,4 +21,5 @@ pub mod mpc;
 pub mod privacy;
 pub mod report;
 pub mod schema;
+pub mod study;
 pub mod table;

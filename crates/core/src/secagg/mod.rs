@@ -51,7 +51,7 @@ transport; [`sim::Sim`] runs a whole room in memory with virtual time and script
 
 mod aggregator;
 mod config;
-mod crypto;
+pub(crate) mod crypto;
 mod error;
 pub mod lockstep;
 pub mod messages;
