@@ -174,7 +174,7 @@ impl PartyDensity {
 
     /// The θ-space gradient ∇_{ρ_k^p} log F_p(row) (length d_p each, K × d_p), simplex
     /// coordinates treated as free: for a Beta (log x − ψ(a) + ψ(a+b), log(1−x) − ψ(b) + ψ(a+b));
-    /// for a Categorical 1[x=c]/ω[c]. Not what the parties send (they send
+    /// for a Categorical 1[x = c]/ω_c. Not what the parties send (they send
     /// [`Self::grad_log_density`]); kept as the reference the ζ form is tested against.
     pub fn grad_log_density_theta(&self, row: &[Cell], out: &mut [f64]) {
         for c in 0..self.components {
