@@ -2,11 +2,11 @@
 //! differences, the renormalisation, training on the generated Adult-like table, the twin.
 
 use capelab_core::rng::{Seed, derive};
-use capelab_vertical_vi::batch::clipped_sum_plain;
+use capelab_vertical_vi::batch::{clipped_sum_plain, norm_bound_without_betas};
 use capelab_vertical_vi::model::generate::{Generated, adult_like};
 use capelab_vertical_vi::model::gradient::{elbo_gradient, zeta_gradient};
 use capelab_vertical_vi::model::local::{
-    DEN_TARGET, all_parties_local, party_local_with_target, shift_target,
+    DEN_TARGET, PartyDensity, all_parties_local, party_local_with_target, shift_target,
 };
 use capelab_vertical_vi::model::nll::{log_likelihoods, mean_nll};
 use capelab_vertical_vi::model::params::Segment;
@@ -14,7 +14,7 @@ use capelab_vertical_vi::model::train::merge_parties;
 use capelab_vertical_vi::model::tv::party_tv;
 use capelab_vertical_vi::model::twin::decode;
 use capelab_vertical_vi::model::{Model, Posterior, Sampling, TrainConfig, train_plain};
-use capelab_vertical_vi::schema::{Cell, PartyBlock, UNIT_CLAMP};
+use capelab_vertical_vi::schema::{Cell, FeatureKind, PartyBlock, UNIT_CLAMP};
 use rand_distr::{Distribution, StandardNormal};
 
 fn rows(blocks: &[PartyBlock], idx: &[usize]) -> Vec<PartyBlock> {
@@ -41,31 +41,150 @@ fn rel_close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * (1.0 + a.abs().max(b.abs()))
 }
 
-/// Spec D1: GP_nk = F_nk/den_n = ∂/∂π_k log Σ_k π_k F_nk (π free) and GR = r_nk ∇ log F_p equal
-/// central differences of log p(x_n|θ) in θ.
+/// Spec D1 in ζ: GY_nk = r_nk − π_k = ∂/∂y_k log Σ_k π_k F_nk and GR = r_nk ∇_ζ log F_p equal
+/// central differences of log p(x_n|T(ζ)) in ζ.
 #[test]
-fn per_example_theta_gradients_match_finite_differences() {
+fn per_example_zeta_gradients_match_finite_differences() {
     let g = adult_like(40, 1);
     let model = Model::new(g.schema.clone(), 4);
-    let theta = model.transform(&random_zeta(&model, 2, 0.8));
+    let zeta = random_zeta(&model, 2, 0.8);
+    let theta = model.transform(&zeta);
     let k = model.components;
+    let ll = |z: &[f64], one: &[PartyBlock]| log_likelihoods(&model, &model.transform(z), one)[0];
     for n in [0, 7, 23] {
         let one = rows(&g.blocks, &[n]);
         let locals = all_parties_local(&model, &theta, &one, &[0]);
         let grad = clipped_sum_plain(&theta[..k], &locals, 1e12);
-        assert_eq!(grad.len(), model.theta_len());
-        for i in 0..model.theta_len() {
-            let h = 1e-6 * theta[i].max(1e-3);
-            let mut up = theta.clone();
+        assert_eq!(grad.len(), model.zeta_len());
+        for i in 0..model.zeta_len() {
+            let h = 1e-6;
+            let mut up = zeta.clone();
             up[i] += h;
-            let mut down = theta.clone();
+            let mut down = zeta.clone();
             down[i] -= h;
-            let fd = (log_likelihoods(&model, &up, &one)[0]
-                - log_likelihoods(&model, &down, &one)[0])
-                / (2.0 * h);
-            assert!(rel_close(grad[i], fd, 1e-6), "n {n} θ[{i}]: {} vs fd {fd}", grad[i]);
+            let fd = (ll(&up, &one) - ll(&down, &one)) / (2.0 * h);
+            assert!(rel_close(grad[i], fd, 1e-6), "n {n} ζ[{i}]: {} vs fd {fd}", grad[i]);
         }
     }
+}
+
+/// The θ-space per-example gradient of the paper, [GP (K), GR^p (K × d_p)] with
+/// GP_nk = mat_nk/den_n and GR = π_k·GP_nk·∇_θ log F_p, summed without clipping.
+fn theta_space_sum(
+    model: &Model,
+    theta: &[f64],
+    blocks: &[PartyBlock],
+    batch: &[usize],
+) -> Vec<f64> {
+    let k = model.components;
+    let locals = all_parties_local(model, theta, blocks, batch);
+    let dens: Vec<PartyDensity> =
+        (0..blocks.len()).map(|p| PartyDensity::new(model, p, theta)).collect();
+    let mut sum = vec![0.0; model.theta_len()];
+    for (i, &n) in batch.iter().enumerate() {
+        let mat: Vec<f64> =
+            (0..k).map(|c| locals.iter().map(|l| l.mat[i * k + c]).product()).collect();
+        let den: f64 = (0..k).map(|c| theta[c] * mat[c]).sum();
+        for c in 0..k {
+            sum[c] += mat[c] / den;
+        }
+        for (p, d) in dens.iter().enumerate() {
+            let w = model.party_width(p);
+            let mut dlog = vec![0.0; k * w];
+            d.grad_log_density_theta(blocks[p].row(n), &mut dlog);
+            let at = model.party_theta_offset(p);
+            for c in 0..k {
+                for j in 0..w {
+                    sum[at + c * w + j] += theta[c] * mat[c] / den * dlog[c * w + j];
+                }
+            }
+        }
+    }
+    sum
+}
+
+/// Moving the per-example gradients from θ to ζ does not change the unclipped ELBO gradient (the
+/// same g_ζ as pulling the θ-space sum back through T, to 1e-9), but bounds what the clip sees:
+/// per example ‖GY‖² ≤ 2 and each Categorical's part (all K components) has squared norm ≤ 2,
+/// so the whole non-Beta part is within [`norm_bound_without_betas`]; the θ-space GP and
+/// 1[x=c]/ω_c blocks are unbounded.
+#[test]
+fn zeta_space_sum_equals_the_pulled_back_theta_sum_and_bounds_categoricals() {
+    let g = adult_like(300, 51);
+    let model = Model::new(g.schema.clone(), 5);
+    let k = model.components;
+    let (mut theta_cat_max, mut theta_gp_max, mut zeta_max) = (0.0f64, 0.0f64, 0.0f64);
+    // π (K = 5): 2; education (8 labels): 2; sex, income (2 labels): 1 each
+    let bound = norm_bound_without_betas(&g.schema, k);
+    assert_eq!(bound, 6f64.sqrt());
+    for trial in 0..6 {
+        // wide ζ: some tiny π_k and ω_c
+        let zeta = random_zeta(&model, 60 + trial, 1.0 + trial as f64);
+        let theta = model.transform(&zeta);
+        let all: Vec<usize> = (0..300).collect();
+        let locals = all_parties_local(&model, &theta, &g.blocks, &all);
+        let new = zeta_gradient(
+            &model,
+            &theta,
+            &clipped_sum_plain(&theta[..k], &locals, f64::INFINITY),
+            1.0,
+        );
+        let mut gt = model.grad_log_prior_theta();
+        for (a, b) in gt.iter_mut().zip(theta_space_sum(&model, &theta, &g.blocks, &all)) {
+            *a += b;
+        }
+        let mut old = model.pullback(&theta, &gt);
+        for (a, b) in old.iter_mut().zip(model.grad_log_det_jacobian(&theta)) {
+            *a += b;
+        }
+        for (i, (a, b)) in new.iter().zip(&old).enumerate() {
+            assert!((a - b).abs() <= 1e-9 * (1.0 + b.abs()), "trial {trial} ζ[{i}]: {a} vs {b}");
+        }
+
+        // per-example blocks
+        for &n in &all {
+            let one = rows(&g.blocks, &[n]);
+            let l1 = all_parties_local(&model, &theta, &one, &[0]);
+            let gz = clipped_sum_plain(&theta[..k], &l1, f64::INFINITY);
+            let gy: f64 = gz[..k - 1].iter().map(|v| v * v).sum();
+            assert!(gy <= 2.0 + 1e-12, "‖GY‖² = {gy}");
+            zeta_max = zeta_max.max(gy);
+            let mut outside_betas = gy;
+            let gt = theta_space_sum(&model, &theta, &one, &[0]);
+            theta_gp_max = theta_gp_max.max(gt[..k].iter().map(|v| v * v).sum::<f64>());
+            for (p, party) in model.schema.parties.iter().enumerate() {
+                let (e, w) = (model.party_zeta_width(p), model.party_width(p));
+                let (mut ze, mut th) = (model.party_zeta_offset(p), model.party_theta_offset(p));
+                for f in &party.features {
+                    let (fe, fw) = match &f.kind {
+                        FeatureKind::Beta { .. } => (2, 2),
+                        FeatureKind::Categorical { labels } => (labels.len() - 1, labels.len()),
+                    };
+                    if matches!(f.kind, FeatureKind::Categorical { .. }) {
+                        let sq = |v: &[f64], at: usize, stride: usize, len: usize| -> f64 {
+                            (0..k)
+                                .flat_map(|c| &v[at + c * stride..at + c * stride + len])
+                                .map(|x| x * x)
+                                .sum()
+                        };
+                        let z2 = sq(&gz, ze, e, fe);
+                        assert!(z2 <= 2.0 + 1e-12, "{}: squared norm {z2}", f.name);
+                        zeta_max = zeta_max.max(z2);
+                        outside_betas += z2;
+                        theta_cat_max = theta_cat_max.max(sq(&gt, th, w, fw));
+                    }
+                    ze += fe;
+                    th += fw;
+                }
+            }
+            assert!(outside_betas.sqrt() <= bound + 1e-12, "{} > {bound}", outside_betas.sqrt());
+        }
+    }
+    println!(
+        "largest per-example squared norms: ζ-space GY or Categorical block {zeta_max:.3}, θ-space \
+         GP {theta_gp_max:.3e}, θ-space Categorical block {theta_cat_max:.3e}"
+    );
+    assert!(theta_cat_max > 100.0 && theta_gp_max > 100.0, "the θ-space blocks were large");
 }
 
 /// log p(D, T(ζ)) + log|det J_T(ζ)|.

@@ -264,7 +264,7 @@ fn circuit_matches(widths: &[usize], seed: u64) {
     let plain = clipped_sum_plain(&pi, &parties, clip);
     let fixed = fixed_clipped_sum(&parties, &cfg, &mut derive(seed, "f")).unwrap();
     let (mpc, report) = mpc_clipped_sum(&parties, &cfg, Seed::Fixed(seed)).unwrap();
-    assert_eq!(mpc.len(), k * (1 + widths.iter().sum::<usize>()));
+    assert_eq!(mpc.len(), k - 1 + k * widths.iter().sum::<usize>());
     let (mf, fp) = (max_rel(&mpc, &fixed), max_rel(&fixed, &plain));
     assert!(mf < 2f64.powi(-20), "mpc vs fixed {mf:e}");
     assert!(fp < 1e-6, "fixed vs plain {fp:e}");

@@ -1,10 +1,13 @@
 //! The aggregator (spec B3 steps 1 and 4): it draws the batch and η, publishes θ = T(μ + σ⊙η),
-//! and turns the opened noisy clipped sum G̃ (θ-space, layout of `batch.rs`) into an ADVI update.
+//! and turns the opened noisy clipped sum G̃ (ζ-space, layout of `batch.rs`) into an ADVI update.
 //!
 //! Step 4, for one MC draw ζ = μ + σ⊙η (diagonal L = diag σ, spec B2 [choice]):
-//! 1. g_θ = s·G̃ + ∇_θ log p(θ), with s = N/B for a fixed batch of B, or 1/q for Poisson sampling
-//!    (spec D7: the batch sum estimates the full-data sum only after scaling);
-//! 2. g_ζ = J_Tᵀ g_θ + ∇_ζ log|det J_T| (chain rule and the Jacobian term, spec B2);
+//! 1. s·G̃, with s = N/B for a fixed batch of B, or 1/q for Poisson sampling (spec D7: the batch
+//!    sum estimates the full-data sum only after scaling). G̃ is already in ζ: the parties applied
+//!    the chain rule through T to their own blocks, and the MPC formed the π block (`batch.rs`),
+//!    so no pullback is needed for it;
+//! 2. g_ζ = s·G̃ + J_Tᵀ ∇_θ log p(θ) + ∇_ζ log|det J_T| (the prior through the chain rule, and the
+//!    Jacobian term, spec B2);
 //! 3. ∇_μ ELBO = g_ζ, ∇_{log σ} ELBO = g_ζ⊙η⊙σ + 1 (the +1 is the entropy Σ log σ_i);
 //! 4. Adam ascent on (μ, log σ).
 //!
@@ -96,17 +99,14 @@ pub fn draw_eta(model: &Model, rng: &mut CapeRng) -> Vec<f64> {
     eta
 }
 
-/// g_ζ = J_Tᵀ(s·G + ∇_θ log p(θ)) + ∇_ζ log|det J_T| (steps 1–2): the gradient at ζ of
-/// s·Σ_batch log p(x_n|T(ζ)) + log p(T(ζ)) + log|det J_T(ζ)|, given the (noisy clipped) θ-space sum G.
+/// g_ζ = s·G + J_Tᵀ ∇_θ log p(θ) + ∇_ζ log|det J_T| (steps 1–2): the gradient at ζ of
+/// s·Σ_batch log p(x_n|T(ζ)) + log p(T(ζ)) + log|det J_T(ζ)|, given the (noisy clipped) ζ-space
+/// sum G.
 pub fn zeta_gradient(model: &Model, theta: &[f64], sum: &[f64], scale: f64) -> Vec<f64> {
-    assert_eq!(sum.len(), model.theta_len(), "G̃ must have the θ layout of batch.rs");
-    let mut g: Vec<f64> = model.grad_log_prior_theta();
-    for (gi, s) in g.iter_mut().zip(sum) {
-        *gi += scale * s;
-    }
-    let mut gz = model.pullback(theta, &g);
-    for (a, b) in gz.iter_mut().zip(model.grad_log_det_jacobian(theta)) {
-        *a += b;
+    assert_eq!(sum.len(), model.zeta_len(), "G̃ must have the ζ layout of batch.rs");
+    let mut gz = model.pullback(theta, &model.grad_log_prior_theta());
+    for ((a, b), s) in gz.iter_mut().zip(model.grad_log_det_jacobian(theta)).zip(sum) {
+        *a += scale * s + b;
     }
     gz
 }

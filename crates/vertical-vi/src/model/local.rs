@@ -1,6 +1,26 @@
 //! Party p's plaintext step (spec B3 step 2): from the public θ, its own [`PartyBlock`] and the
 //! batch indices, the renormalised densities `mat` and the log-density gradients `dlog`.
 //!
+//! # dlog is in ζ, not θ
+//!
+//! `dlog` is ∇ log F_p with respect to party p's **unconstrained** parameters ζ^p_k (width e_p,
+//! `params.rs`), not θ: the chain rule through T is per block, public, and the party knows θ, so it
+//! applies it locally. This changes what the clip sees, not the unclipped gradient (tested):
+//! * a Categorical (softmax, last logit pinned at 0): ∂ log ω_x/∂ζ_j = 1[x = j] − ω_j, j < L − 1,
+//!   in [−1, 1] with squared norm ≤ 2, where the θ-gradient 1[x = c]/ω_c is unbounded for a rare
+//!   label and made the clip down-weight exactly the rare-label records (a clip-weighted, biased
+//!   stationary ω);
+//! * a Beta, a = e^{ζ_a}: a·∂_a log F = a(ln x − ψ(a) + ψ(a+b)), likewise b. For a → 0,
+//!   −a·ψ(a) → 1, so it stays O(1) at the clamp bounds (ln x ≥ −13.8) where the θ-gradient
+//!   −ψ(a) ≈ 1/a is unbounded (10⁴ at a = 10⁻⁴). It is not bounded for large a: within a
+//!   component it is a·(ln x − E ln x), of typical size √(ab/(a+b)) (the Fisher scale), and up to
+//!   13.8·a for a record far in a peaked component's tail. Nothing more is done about it: the
+//!   within-block direction is the θ-gradient's (a positive diagonal rescaling), so the clip
+//!   weights records of one Beta in the same order as before; only its weight against the other
+//!   blocks changes, and records in the far tail of every component are outliers the clip is meant
+//!   to bound. (The MPC's range condition ‖g‖ < 2^11, `circuit.rs`, applies to it as it did to
+//!   −ψ(a) before.)
+//!
 //! # The renormalisation shift (spec B3 Alg. 4, D3)
 //!
 //! Party p shifts every ℓ^p_n· by c_n^p = t − max_k ℓ^p_nk, so that max_k mat^p_nk = e^t exactly.
@@ -41,6 +61,8 @@ pub fn shift_target(parties: usize) -> f64 {
 pub struct PartyDensity {
     components: usize,
     width: usize,
+    /// e_p: the width of dlog per component.
+    zeta_width: usize,
     /// per (k, feature): the pieces needed for ℓ and dlog
     terms: Vec<Term>,
     features: usize,
@@ -50,8 +72,8 @@ pub struct PartyDensity {
 enum Term {
     /// Beta(a, b): ln B(a, b), ψ(a+b) − ψ(a), ψ(a+b) − ψ(b).
     Beta { a: f64, b: f64, ln_beta: f64, da: f64, db: f64 },
-    /// Categorical: log ω and 1/ω (length L).
-    Categorical { ln_omega: Vec<f64>, inv_omega: Vec<f64> },
+    /// Categorical: ω, log ω and 1/ω (length L).
+    Categorical { omega: Vec<f64>, ln_omega: Vec<f64>, inv_omega: Vec<f64> },
 }
 
 impl PartyDensity {
@@ -81,6 +103,7 @@ impl PartyDensity {
                     FeatureKind::Categorical { labels } => {
                         let w = &theta[at..at + labels.len()];
                         terms.push(Term::Categorical {
+                            omega: w.to_vec(),
                             ln_omega: w.iter().map(|v| v.ln()).collect(),
                             // an underflowed ω (mat = 0 there) must not make 0·∞ = NaN
                             inv_omega: w.iter().map(|v| 1.0 / v.max(f64::MIN_POSITIVE)).collect(),
@@ -90,7 +113,13 @@ impl PartyDensity {
                 }
             }
         }
-        PartyDensity { components: k, width, terms, features: party.features.len() }
+        PartyDensity {
+            components: k,
+            width,
+            zeta_width: model.party_zeta_width(p),
+            terms,
+            features: party.features.len(),
+        }
     }
 
     /// ℓ_k = log F_p(row | ρ_k^p) for k = 1..K, on the unit scale (Beta densities of the rescaled
@@ -111,9 +140,43 @@ impl PartyDensity {
         }
     }
 
-    /// dlog_k = ∇_{ρ_k^p} log F_p(row) (length d_p each, K × d_p): for a Beta
-    /// (log x − ψ(a) + ψ(a+b), log(1−x) − ψ(b) + ψ(a+b)); for a Categorical 1[x=c]/ω[c].
+    /// e_p, the width of [`Self::grad_log_density`] per component.
+    pub fn zeta_width(&self) -> usize {
+        self.zeta_width
+    }
+
+    /// dlog_k = ∇_{ζ_k^p} log F_p(row) (length e_p each, K × e_p, the ζ layout of `params.rs`):
+    /// for a Beta (a(log x − ψ(a) + ψ(a+b)), b(log(1−x) − ψ(b) + ψ(a+b))); for a Categorical
+    /// 1[x=j] − ω_j for j < L − 1.
     pub fn grad_log_density(&self, row: &[Cell], out: &mut [f64]) {
+        for c in 0..self.components {
+            let mut at = c * self.zeta_width;
+            for (j, cell) in row.iter().enumerate() {
+                match (&self.terms[c * self.features + j], *cell) {
+                    (Term::Beta { a, b, da, db, .. }, Cell::Unit(x)) => {
+                        out[at] = a * (x.ln() + da);
+                        out[at + 1] = b * ((1.0 - x).ln() + db);
+                        at += 2;
+                    }
+                    (Term::Categorical { omega, .. }, Cell::Category(i)) => {
+                        let i = i as usize;
+                        let free = omega.len() - 1;
+                        for (l, o) in out[at..at + free].iter_mut().enumerate() {
+                            *o = if l == i { 1.0 - omega[l] } else { -omega[l] };
+                        }
+                        at += free;
+                    }
+                    _ => panic!("cell {j} does not match its feature kind"),
+                }
+            }
+        }
+    }
+
+    /// The θ-space gradient ∇_{ρ_k^p} log F_p(row) (length d_p each, K × d_p), simplex
+    /// coordinates treated as free: for a Beta (log x − ψ(a) + ψ(a+b), log(1−x) − ψ(b) + ψ(a+b));
+    /// for a Categorical 1[x = c]/ω_c. Not what the parties send (they send
+    /// [`Self::grad_log_density`]); kept as the reference the ζ form is tested against.
+    pub fn grad_log_density_theta(&self, row: &[Cell], out: &mut [f64]) {
         for c in 0..self.components {
             let mut at = c * self.width;
             for (j, cell) in row.iter().enumerate() {
@@ -160,7 +223,7 @@ pub fn party_local_with_target(
 ) -> PartyLocal {
     let density = PartyDensity::new(model, p, theta);
     let k = model.components;
-    let width = density.width;
+    let width = density.zeta_width;
     let mut mat = vec![0.0; batch.len() * k];
     let mut dlog = vec![0.0; batch.len() * k * width];
     let mut ell = vec![0.0; k];

@@ -1,18 +1,21 @@
 //! The parameters θ of the mixture (spec B2), their unconstrained form ζ, the bijection θ = T(ζ)
 //! with its log|det J_T|, and the priors.
 //!
-//! # θ layout (the layout of the clipped sum, `batch.rs`)
+//! # θ layout
 //!
 //! `θ = [π (K), ρ^1 (K × d_1), …, ρ^P (K × d_P)]`: party p's block starts at
 //! [`Model::party_theta_offset`]` = K + K·Σ_{q<p} d_q`; inside it, component k's parameters start
 //! at `k·d_p`, and the features follow the party's schema in order: a Beta feature takes 2 slots
 //! `(a, b)`, a Categorical with L labels takes L slots `ω[0..L]`.
 //!
-//! # ζ layout
+//! # ζ layout (the layout of the clipped sum, `batch.rs`)
 //!
 //! `ζ = [y_π (K − 1), ζ^1 (K × e_1), …, ζ^P (K × e_P)]` with e_p = Σ_j (2 for a Beta, L − 1 for a
 //! Categorical): the same order as θ, each simplex losing its last coordinate. Party p's block
-//! starts at [`Model::party_zeta_offset`].
+//! starts at [`Model::party_zeta_offset`]; inside it, component k's parameters start at `k·e_p`.
+//! The per-example gradients are computed, clipped and summed directly in this layout: each party
+//! applies the (public, per-block) chain rule through T to its own ∇_θ log F_p, and the MPC forms
+//! the π block from the responsibilities (`batch.rs`).
 //!
 //! # The transform T
 //!
@@ -116,19 +119,23 @@ impl Model {
         self.components * (1 + (0..p).map(|q| self.party_width(q)).sum::<usize>())
     }
 
+    /// e_p, party p's ζ-parameters per component (2 per Beta, L − 1 per Categorical): the width of
+    /// its `dlog` ([`crate::batch::PartyLocal`]).
+    pub fn party_zeta_width(&self, p: usize) -> usize {
+        self.schema.parties[p]
+            .features
+            .iter()
+            .map(|f| match &f.kind {
+                FeatureKind::Beta { .. } => 2,
+                FeatureKind::Categorical { labels } => labels.len() - 1,
+            })
+            .sum()
+    }
+
     /// Where party p's ζ block (K × e_p) starts.
     pub fn party_zeta_offset(&self, p: usize) -> usize {
-        let e = |q: usize| -> usize {
-            self.schema.parties[q]
-                .features
-                .iter()
-                .map(|f| match &f.kind {
-                    FeatureKind::Beta { .. } => 2,
-                    FeatureKind::Categorical { labels } => labels.len() - 1,
-                })
-                .sum()
-        };
-        self.components - 1 + self.components * (0..p).map(e).sum::<usize>()
+        self.components - 1
+            + self.components * (0..p).map(|q| self.party_zeta_width(q)).sum::<usize>()
     }
 
     /// The constrained blocks, in θ order.
@@ -222,8 +229,10 @@ impl Model {
         g
     }
 
-    /// The chain rule through T: given ∇_θ f at θ = T(ζ) (simplex coordinates treated as free, as
-    /// GP = F/den and ∂ log F/∂ω[c] = 1[x=c]/ω[c] are), return ∇_ζ (f ∘ T):
+    /// The chain rule through T: given ∇_θ f at θ = T(ζ) (simplex coordinates treated as free),
+    /// return ∇_ζ (f ∘ T). The aggregator uses it for the prior only; the likelihood's per-example
+    /// gradients are formed in ζ directly (`batch.rs`, `local.rs`), which is the same map block by
+    /// block:
     /// π_j(g_j − Σ_i π_i g_i) on a simplex's free coordinates, θ·g on a positive.
     pub fn pullback(&self, theta: &[f64], grad_theta: &[f64]) -> Vec<f64> {
         assert_eq!(grad_theta.len(), self.theta_len());

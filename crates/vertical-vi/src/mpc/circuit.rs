@@ -1,10 +1,18 @@
 //! The gradient circuit of spec B3 step 3 for one batch, and its two runners.
 //!
-//! Inputs: party p secret-shares its own mat^p (B×K) and dlog^p (B×K×d_p) ([`PartyLocal`]); π and
-//! C are public. Under MPC: mat_nk = Π_p mat^p_nk; den_n = Σ_k π_k mat_nk; inv_n = 1/den_n;
-//! GP_nk = mat_nk·inv_n; GR^p_nk = π_k·GP_nk·dlog^p_nk; g_n = [GP_n, GR^1_n, …, GR^P_n];
+//! Inputs: party p secret-shares its own mat^p (B×K) and dlog^p (B×K×e_p, already ∇_ζ, see
+//! `batch.rs`) ([`PartyLocal`]); π and C are public. Under MPC: mat_nk = Π_p mat^p_nk;
+//! den_n = Σ_k π_k mat_nk; inv_n = 1/den_n; GP_nk = mat_nk·inv_n; r_nk = π_k·GP_nk;
+//! GY_nk = r_nk − π_k (k < K − 1: the π block in ζ, a local subtraction of a public constant);
+//! GR^p_nk = r_nk·dlog^p_nk; g_n = [GY_n, GR^1_n, …, GR^P_n] (the ζ layout);
 //! u_n = ‖g_n‖²/C²; the factor min(1, C/‖g_n‖) = 1 + [u_n ≥ 1]·(u_n^{−1/2} − 1) (spec D11: the
 //! joint vector); G̃ = Σ_n factor_n·g_n + Σ_p ζ^p. Only G̃ is opened (spec D12).
+//!
+//! The π block in ζ costs no round: r_nk was already computed (as π_k·GP_nk, for GR), and GY is a
+//! gather and a public constant added to it. The θ-space GP_nk (≥ 1/π_k where a component
+//! explains the record) could not simply be pulled back by the aggregator after opening: the
+//! clip acts per example, on the vector the circuit builds, so the bounded r_nk − π_k must be in
+//! that vector.
 //!
 //! Valid ranges (outside them the MPC computes garbage silently; `fixed` reports
 //! [`MpcError::Overflow`] where it can): den_n ∈ [`GradientConfig::recip_range`]; every product
@@ -27,7 +35,7 @@ use crate::mpc::run::{RunReport, run_in_process};
 pub struct Shape {
     pub batch: usize,
     pub components: usize,
-    /// d_p per party.
+    /// e_p per party (the width of its dlog).
     pub widths: Vec<usize>,
 }
 
@@ -57,9 +65,9 @@ impl Shape {
         })
     }
 
-    /// D = K(1 + Σ_p d_p).
+    /// D = (K − 1) + K·Σ_p e_p, the ζ length.
     pub fn dim(&self) -> usize {
-        self.components * (1 + self.widths.iter().sum::<usize>())
+        self.components.saturating_sub(1) + self.components * self.widths.iter().sum::<usize>()
     }
 }
 
@@ -135,14 +143,20 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
         })
         .collect();
     let gr = bl.fmul_many(&pairs);
-    // g_n = [GP_n, GR^1_n, …] row-major B × D
-    let mut parts = vec![gp];
+    // GY_nk = r_nk − π_k for k < K − 1
+    let head = k - 1;
+    let gy = bl.gather(pgp, (0..b * head).map(|i| ((i / head) * k + i % head) as u32).collect());
+    let minus_pi: Vec<u128> =
+        (0..b).flat_map(|_| pi_enc[..head].iter().map(|v| v.wrapping_neg())).collect();
+    let gy = bl.add_const(gy, minus_pi);
+    // g_n = [GY_n, GR^1_n, …] row-major B × D
+    let mut parts = vec![gy];
     parts.extend(&gr);
     let all = bl.concat(&parts);
     let mut idx = Vec::with_capacity(b * d);
     for n in 0..b {
-        idx.extend((0..k).map(|c| (n * k + c) as u32));
-        let mut off = b * k;
+        idx.extend((0..head).map(|c| (n * head + c) as u32));
+        let mut off = b * head;
         for &w in widths {
             idx.extend((0..k * w).map(|c| (off + n * k * w + c) as u32));
             off += b * k * w;
@@ -183,7 +197,7 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
     Ok(bl.finish())
 }
 
-/// Party p's inputs: encoded mat^p and dlog^p.
+/// Party p's inputs: encoded mat^p and dlog^p (ζ-space, `batch.rs`).
 pub fn party_inputs(local: &PartyLocal) -> Result<Vec<Vec<u128>>, MpcError> {
     Ok(vec![encode_all(&local.mat)?, encode_all(&local.dlog)?])
 }

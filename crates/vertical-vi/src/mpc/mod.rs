@@ -13,7 +13,7 @@ noisy clipped batch sum G̃ opened (spec D11, D12).
 - [`fixed`]: the plaintext fixed-point simulation (the paper's main mode) of the same program.
 - [`noise`]: the exact discrete Gaussian.
 
-Cost (measured, release, in process, P = 2, K = 20, B = 100, d = (20, 4), D = 500): 102 rounds
+Cost (measured, release, in process, P = 2, K = 20, B = 100, dlog widths (20, 4), D = 499): 102 rounds
 (the spec's estimate is ~50: the reciprocal takes 49, the inverse square root 30, the comparison
 7), about 17 MB sent per party, 0.24 s. The 11 comparisons per example ([u ≥ 4^j] for the clip
 and the inverse square root's start) are over half of the traffic.
