@@ -137,7 +137,8 @@ fn cps1988_fixed_briefly() {
     assert_eq!(v["data"], "CPS1988");
     assert_eq!(v["train_records"], 22_524);
     assert_eq!(v["test_records"], 5_631);
-    assert_eq!(v["gradient_dimension"], 5 * (1 + 41 + 4));
+    // ζ layout: K − 1 weights, then per component 18 + 13 + 1 + 1 + 3 (A) and 2 + 1 (B)
+    assert_eq!(v["gradient_dimension"], 4 + 5 * (36 + 3));
     assert_eq!(v["test_nll"].as_array().unwrap().len(), 3);
     assert!(num(&v, "final_test_nll").is_finite());
     assert_eq!(v["per_step"]["rounds"], 0);

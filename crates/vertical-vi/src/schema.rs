@@ -47,6 +47,19 @@ impl PartySchema {
     pub fn parameters(&self) -> usize {
         self.features.iter().map(|f| f.kind.parameters()).sum()
     }
+
+    /// e_p: this party's unconstrained (ζ) parameters per mixture component, 2 per Beta and L − 1
+    /// per Categorical (softmax with the last logit fixed): the width of its `dlog`
+    /// ([`crate::batch::PartyLocal`]), so the MPC's shape.
+    pub fn zeta_parameters(&self) -> usize {
+        self.features
+            .iter()
+            .map(|f| match &f.kind {
+                FeatureKind::Beta { .. } => 2,
+                FeatureKind::Categorical { labels } => labels.len() - 1,
+            })
+            .sum()
+    }
 }
 
 /// The whole table's public description, party by party.
@@ -56,7 +69,14 @@ pub struct Schema {
 }
 
 impl Schema {
-    /// D = K(1 + Σ_p d_p): the length of one per-example gradient (spec B3 step 3).
+    /// (K − 1) + K·Σ_p e_p: the length of one per-example gradient as the MPC computes and clips
+    /// it, in the unconstrained parameters (batch.rs).
+    pub fn zeta_gradient_len(&self, components: usize) -> usize {
+        components.saturating_sub(1)
+            + components * self.parties.iter().map(PartySchema::zeta_parameters).sum::<usize>()
+    }
+
+    /// D = K(1 + Σ_p d_p): the length of θ, the paper's per-example gradient (spec B3 step 3).
     pub fn gradient_len(&self, components: usize) -> usize {
         components * (1 + self.parties.iter().map(PartySchema::parameters).sum::<usize>())
     }

@@ -153,6 +153,9 @@ fn cps1988_labels_and_bins() {
     let s = cps1988::schema();
     // D = K(1 + d_A + d_B) with d_A = 19 + 14 + 2 + 2 + 4 and d_B = 2 + 2.
     assert_eq!(s.gradient_len(20), 20 * (1 + 41 + 4));
+    assert_eq!(s.zeta_gradient_len(20), 19 + 20 * (36 + 3));
+    let model = capelab_vertical_vi::model::Model::new(s.clone(), 20);
+    assert_eq!(model.zeta_len(), s.zeta_gradient_len(20));
 }
 
 #[test]

@@ -108,7 +108,7 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<Value, String> {
             "parameters_per_component": p.parameters(),
         })).collect::<Vec<_>>(),
         "components": config.components,
-        "gradient_dimension": data.schema.gradient_len(config.components),
+        "gradient_dimension": data.schema.zeta_gradient_len(config.components),
         "sigma": config.sigma,
         "clip": config.clip,
         "sampling": config.sampling,

@@ -122,14 +122,7 @@ impl Model {
     /// e_p, party p's ζ-parameters per component (2 per Beta, L − 1 per Categorical): the width of
     /// its `dlog` ([`crate::batch::PartyLocal`]).
     pub fn party_zeta_width(&self, p: usize) -> usize {
-        self.schema.parties[p]
-            .features
-            .iter()
-            .map(|f| match &f.kind {
-                FeatureKind::Beta { .. } => 2,
-                FeatureKind::Categorical { labels } => labels.len() - 1,
-            })
-            .sum()
+        self.schema.parties[p].zeta_parameters()
     }
 
     /// Where party p's ζ block (K × e_p) starts.

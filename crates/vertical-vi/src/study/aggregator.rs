@@ -167,7 +167,8 @@ impl Aggregator {
         let plain = self.links.open(from, Purpose::Opened, step, 0, sealed)?;
         let share: Vec<u128> = codec::decode("share of G̃", &plain)
             .map_err(|e| StudyError::Malformed(e.to_string()))?;
-        let d = self.state.model.theta_len();
+        // The opened sum has ζ's layout (parties send ζ-gradients, batch.rs).
+        let d = self.state.model.zeta_len();
         if share.len() != d {
             return Err(StudyError::Malformed(format!(
                 "party {p}'s share of G̃ has {} values, D = {d}",

@@ -101,7 +101,7 @@ impl Dealer {
             )));
         }
         let k = task.components;
-        let widths = task.schema.parties.iter().map(|p| p.parameters()).collect();
+        let widths = task.schema.parties.iter().map(|p| p.zeta_parameters()).collect();
         let shape = Shape { batch: b, components: k, widths };
         // The program's shape and its interactive ops do not depend on π: a uniform π stands in.
         let prog = gradient_program(&shape, &task.gradient_config(vec![1.0 / k as f64; k]))?;

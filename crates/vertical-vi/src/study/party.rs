@@ -233,7 +233,7 @@ impl<L: LedgerAccess> Party<L> {
             let k = run.task.components;
             let local = party_local(&run.model, run.index, &theta, &run.train, &batch);
             let started = (|| {
-                let widths = run.task.schema.parties.iter().map(|p| p.parameters()).collect();
+                let widths = run.task.schema.parties.iter().map(|p| p.zeta_parameters()).collect();
                 let shape = Shape { batch: batch.len(), components: k, widths };
                 let cfg = run.task.gradient_config(theta[..k].to_vec());
                 let prog = gradient_program(&shape, &cfg)?;
