@@ -30,8 +30,17 @@ impl Adam {
         }
     }
 
-    /// One step on `params` along `gradient`.
+    /// One step on `params` along `gradient` (descent).
     pub fn step(&mut self, params: &mut [f64], gradient: &[f64]) {
+        self.update(params, gradient, -1.0);
+    }
+
+    /// One step up `gradient` (ascent, e.g. on an ELBO).
+    pub fn ascend(&mut self, params: &mut [f64], gradient: &[f64]) {
+        self.update(params, gradient, 1.0);
+    }
+
+    fn update(&mut self, params: &mut [f64], gradient: &[f64], sign: f64) {
         self.t += 1;
         let c1 = 1.0 - self.beta1.powi(self.t);
         let c2 = 1.0 - self.beta2.powi(self.t);
@@ -41,7 +50,7 @@ impl Adam {
             self.v[i] = self.beta2 * self.v[i] + (1.0 - self.beta2) * g * g;
             let m_hat = self.m[i] / c1;
             let v_hat = self.v[i] / c2;
-            params[i] -= self.learning_rate * m_hat / (v_hat.sqrt() + self.epsilon);
+            params[i] += sign * self.learning_rate * m_hat / (v_hat.sqrt() + self.epsilon);
         }
     }
 }

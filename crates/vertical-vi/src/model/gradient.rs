@@ -20,6 +20,7 @@
 //! replacement, ε = 2.126 in the same setting).
 
 use super::params::Model;
+use capelab_core::nn::adam::Adam;
 use capelab_core::rng::CapeRng;
 use rand::RngExt;
 use rand_distr::{Distribution, StandardNormal};
@@ -116,45 +117,6 @@ pub fn elbo_gradient(g_zeta: &[f64], eta: &[f64], log_sigma: &[f64]) -> (Vec<f64
     let g_log_sigma =
         g_zeta.iter().zip(eta).zip(log_sigma).map(|((g, e), s)| g * e * s.exp() + 1.0).collect();
     (g_zeta.to_vec(), g_log_sigma)
-}
-
-/// Adam (Kingma & Ba), here as gradient **ascent**.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Adam {
-    pub learning_rate: f64,
-    pub beta1: f64,
-    pub beta2: f64,
-    pub epsilon: f64,
-    m: Vec<f64>,
-    v: Vec<f64>,
-    t: u32,
-}
-
-impl Adam {
-    pub fn new(len: usize, learning_rate: f64) -> Self {
-        Adam {
-            learning_rate,
-            beta1: 0.9,
-            beta2: 0.999,
-            epsilon: 1e-8,
-            m: vec![0.0; len],
-            v: vec![0.0; len],
-            t: 0,
-        }
-    }
-
-    /// params += lr · m̂ / (√v̂ + ε).
-    pub fn ascend(&mut self, params: &mut [f64], grad: &[f64]) {
-        self.t += 1;
-        let c1 = 1.0 - self.beta1.powi(self.t as i32);
-        let c2 = 1.0 - self.beta2.powi(self.t as i32);
-        for i in 0..params.len() {
-            self.m[i] = self.beta1 * self.m[i] + (1.0 - self.beta1) * grad[i];
-            self.v[i] = self.beta2 * self.v[i] + (1.0 - self.beta2) * grad[i] * grad[i];
-            params[i] +=
-                self.learning_rate * (self.m[i] / c1) / ((self.v[i] / c2).sqrt() + self.epsilon);
-        }
-    }
 }
 
 /// What the aggregator publishes for one step (spec B3 step 1).
