@@ -65,6 +65,9 @@ enum Command {
     /// fixed-point simulation, plain f64 or the non-partitioned baseline; test NLL per epoch, ε
     /// per player, time and bytes per step, and a synthetic twin.
     VerticalVi(vertical_vi::VerticalViArgs),
+    /// Test NLL, twin quality and TSTR accuracy against the analyst's ε for each mode (σ
+    /// calibrated per ε by the PLD accountant): CSV and figures.
+    VerticalViSweep(vertical_vi::VerticalViSweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -83,5 +86,6 @@ fn main() -> ExitCode {
         Command::EfpsnAttack(args) => efpsn::run_attack(args),
         Command::Paillier(command) => paillier::run(command),
         Command::VerticalVi(args) => vertical_vi::run(args),
+        Command::VerticalViSweep(args) => vertical_vi::run_sweep(args),
     }
 }

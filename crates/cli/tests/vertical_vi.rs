@@ -1,4 +1,5 @@
-//! `cape vertical-vi` end to end: JSON fields, the twin's CSV header, errors.
+//! `cape vertical-vi` and `cape vertical-vi-sweep` end to end: JSON fields, the twin's CSV
+//! header, the synthetic-data report, the sweep's CSV and figures, errors.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -153,8 +154,10 @@ fn cps1988_fixed_briefly() {
 
 #[test]
 fn bad_flags_fail_with_exit_2_naming_the_problem() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (&["--data", "synthetic", "--parties", "3"], "--parties 3"),
+        (&["--data", "synthetic", "--report", "--target", "salary"], "target column 'salary'"),
+        (&["--data", "synthetic", "--report", "--target", "income=rich"], "no label 'rich'"),
         (&["--data", "synthetic", "--batch", "5000"], "--batch 5000"),
         (&["--data", "synthetic", "--components", "0", "--steps", "1"], "K must be at least 1"),
         (&["--data", "a.csv", "b.csv"], "--schema"),
@@ -167,4 +170,112 @@ fn bad_flags_fail_with_exit_2_naming_the_problem() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(needle), "{all:?}: {err}");
     }
+}
+
+#[test]
+fn the_report_compares_the_twin_with_the_real_test_set() {
+    let out = scratch("report").join("report.csv");
+    let v = json(&[
+        "--data",
+        "synthetic",
+        "--generated-rows",
+        "600",
+        "--mode",
+        "plain",
+        "--components",
+        "3",
+        "--batch",
+        "30",
+        "--steps",
+        "30",
+        "--seed",
+        "5",
+        "--report-out",
+        out.to_str().unwrap(),
+    ]);
+    let r = &v["report"];
+    assert_eq!(r["real_test_rows"], 120);
+    assert_eq!(r["synthetic_rows"], 120, "the twin is as large as the test set by default");
+    let columns: Vec<&str> =
+        r["columns"].as_array().unwrap().iter().map(|c| c["column"].as_str().unwrap()).collect();
+    assert_eq!(columns, ["age", "education", "sex", "hours-per-week", "income"]);
+    for c in r["columns"].as_array().unwrap() {
+        let tv = c["tv"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&tv), "{c}");
+    }
+    let max = r["columns"].as_array().unwrap().iter().map(|c| c["tv"].as_f64().unwrap());
+    assert_eq!(num(r, "max_tv"), max.fold(0.0, f64::max));
+    let pairs = r["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 10, "5 columns, 10 pairs");
+    let t = &r["tstr"];
+    assert_eq!(t["target"], "income in {>50K}");
+    for key in ["tstr_accuracy", "trtr_accuracy", "majority_accuracy"] {
+        let a = num(t, key);
+        assert!((0.0..=1.0).contains(&a), "{key} = {a}");
+    }
+    let csv = std::fs::read_to_string(&out).unwrap();
+    assert!(csv.starts_with("section,metric,"), "{csv}");
+    assert!(csv.lines().count() > 15);
+}
+
+#[test]
+fn the_sweep_calibrates_sigma_per_epsilon_and_runs_every_mode() {
+    let dir = scratch("sweep");
+    let out = cape(&[
+        "vertical-vi-sweep",
+        "--data",
+        "synthetic",
+        "--generated-rows",
+        "600",
+        "--components",
+        "3",
+        "--batch",
+        "30",
+        "--steps",
+        "8",
+        "--epsilons",
+        "1,8",
+        "--seed",
+        "2",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stem = dir.join("vertical-vi-generated-adult-like-vs-epsilon");
+    for suffix in ["-nll.png", "-nll.svg", "-tv.png", "-tv.svg"] {
+        let f = format!("{}{suffix}", stem.display());
+        assert!(std::fs::metadata(&f).map(|m| m.len() > 1000).unwrap_or(false), "{f}");
+    }
+    let csv = std::fs::read_to_string(format!("{}.csv", stem.display())).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 2 ε × 4 modes, then the noise-free runs of fixed, plain and nonpartitioned
+    assert_eq!(rows.len(), 11);
+    let modes: Vec<&str> = rows.iter().map(|r| r[col("mode")]).collect();
+    assert_eq!(&modes[..4], ["mpc", "fixed", "plain", "nonpartitioned"]);
+    assert_eq!(&modes[8..], ["fixed", "plain", "nonpartitioned"]);
+    let f = |r: &Vec<&str>, name: &str| r[col(name)].parse::<f64>().unwrap();
+    for r in &rows[..8] {
+        let (target, eps) = (f(r, "epsilon_target"), f(r, "epsilon_analyst"));
+        assert!(eps <= target * (1.0 + 1e-9) && eps > 0.9 * target, "{r:?}");
+        assert!(f(r, "test_nll").is_finite());
+    }
+    assert!(f(&rows[0], "sigma") > f(&rows[4], "sigma"), "ε = 1 needs more noise than ε = 8");
+    for r in &rows[8..] {
+        assert_eq!(r[col("epsilon_target")], "");
+        assert_eq!(f(r, "sigma"), 0.0);
+    }
+    // noise-free, the partitioned and joined runs are the same computation
+    let nll = |i: usize| f(&rows[i], "test_nll");
+    assert!((nll(9) - nll(10)).abs() < 1e-9, "{} vs {}", nll(9), nll(10));
+    assert!((nll(8) - nll(9)).abs() < 1e-6, "fixed vs plain: {} vs {}", nll(8), nll(9));
+}
+
+#[test]
+fn the_sweep_refuses_a_bad_epsilon_list() {
+    let out = cape(&["vertical-vi-sweep", "--data", "synthetic", "--epsilons", "1,-2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ε = -2 must be positive"));
 }

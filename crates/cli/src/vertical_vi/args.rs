@@ -1,4 +1,5 @@
-//! The flags of `cape vertical-vi`, and the data and run they describe.
+//! The flags of `cape vertical-vi` and `cape vertical-vi-sweep` (the shared ones in
+//! [`VviCommon`]), and the data and run they describe.
 
 use std::path::PathBuf;
 
@@ -7,6 +8,7 @@ use capelab_vertical_vi::cps1988;
 use capelab_vertical_vi::model::Sampling;
 use capelab_vertical_vi::model::generate::adult_like;
 use capelab_vertical_vi::modes::{Mode, RunConfig};
+use capelab_vertical_vi::report::{TargetRule, TargetSpec, Threshold, cps1988_wage_target};
 use capelab_vertical_vi::schema::{PartyBlock, Schema};
 use capelab_vertical_vi::table::{self, select_rows, train_test_split};
 
@@ -41,8 +43,9 @@ pub enum SamplingArg {
     Fixed,
 }
 
+/// The flags both commands share: the data, the model and the DP-SGD run.
 #[derive(clap::Args, Debug)]
-pub struct VerticalViArgs {
+pub struct VviCommon {
     /// `cps1988` (data/cps1988.csv, the default two-party split), `synthetic` (the generated
     /// Adult-like table) or one CSV of columns per party, in schema order (with --schema).
     #[arg(long, value_name = "DATA", num_args = 1.., default_value = "cps1988")]
@@ -53,14 +56,9 @@ pub struct VerticalViArgs {
     /// P: checked against the data's parties (cps1988 and synthetic have 2).
     #[arg(long, value_name = "P")]
     pub parties: Option<usize>,
-    #[arg(long, value_enum, default_value = "fixed")]
-    pub mode: ModeArg,
     /// K, the mixture components.
     #[arg(long, value_name = "K", default_value_t = 20)]
     pub components: usize,
-    /// σ, the noise multiplier (noise std C·σ); 0 turns the noise off (not private).
-    #[arg(long, value_name = "S", default_value_t = 2.042)]
-    pub sigma: f64,
     /// C, the joint clip bound of each example's gradient.
     #[arg(long, value_name = "C", default_value_t = 1.0)]
     pub clip: f64,
@@ -88,15 +86,63 @@ pub struct VerticalViArgs {
     /// Rows of the generated table for `--data synthetic` (80/20 train/test).
     #[arg(long, value_name = "N", default_value_t = 3000)]
     pub generated_rows: usize,
+    /// The synthetic-data report's prediction task: `COLUMN` (a continuous column, positive
+    /// above its real training median) or `COLUMN=LABEL[|LABEL…]` (a categorical one). Default:
+    /// wage for cps1988, income=>50K for synthetic, none for party files.
+    #[arg(long, value_name = "COLUMN[=LABELS]")]
+    pub target: Option<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VerticalViArgs {
+    #[command(flatten)]
+    pub common: VviCommon,
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub mode: ModeArg,
+    /// σ, the noise multiplier (noise std C·σ); 0 turns the noise off (not private).
+    #[arg(long, value_name = "S", default_value_t = 2.042)]
+    pub sigma: f64,
     /// Write a synthetic twin sampled from the released posterior here (CSV, all columns).
     #[arg(long, value_name = "FILE.csv")]
     pub synthetic_out: Option<PathBuf>,
-    /// Rows of the synthetic twin (default: the training rows).
+    /// Rows of the synthetic twin (default: the training rows; the report's: the test rows).
     #[arg(long, value_name = "N")]
     pub rows: Option<usize>,
+    /// Compare a synthetic twin with the real test set: per-column total variation, pairwise
+    /// association (Cramér's V), and train-on-synthetic/test-on-real accuracy (see --target).
+    #[arg(long)]
+    pub report: bool,
+    /// Write the report as CSV here (implies --report).
+    #[arg(long, value_name = "FILE.csv")]
+    pub report_out: Option<PathBuf>,
     /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VerticalViSweepArgs {
+    #[command(flatten)]
+    pub common: VviCommon,
+    /// The outside analyst's target ε values; σ for each is calibrated by the PLD accountant
+    /// (Poisson, add/remove, δ = --delta, the run's q and T).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "0.5,1,2,4,8")]
+    pub epsilons: Vec<f64>,
+    /// The modes to run at each ε (comma-separated).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "mpc,fixed,plain,nonpartitioned"
+    )]
+    pub modes: Vec<ModeArg>,
+    /// Runs per (ε, mode), each with its own seed; the figure shows their mean.
+    #[arg(long, value_name = "R", default_value_t = 1)]
+    pub repeats: usize,
+    /// Where the CSV and the figures go.
+    #[arg(long, default_value = "docs/figures")]
+    pub out: PathBuf,
 }
 
 /// The loaded data: train and test blocks over one schema.
@@ -105,6 +151,8 @@ pub struct Data {
     pub schema: Schema,
     pub train: Vec<PartyBlock>,
     pub test: Vec<PartyBlock>,
+    /// The report's prediction task when --target is not given.
+    pub default_target: Option<TargetSpec>,
 }
 
 fn split_blocks(blocks: &[PartyBlock], split: &table::Split) -> (Vec<PartyBlock>, Vec<PartyBlock>) {
@@ -114,7 +162,7 @@ fn split_blocks(blocks: &[PartyBlock], split: &table::Split) -> (Vec<PartyBlock>
     )
 }
 
-impl VerticalViArgs {
+impl VviCommon {
     pub fn seed(&self) -> Seed {
         self.seed.map_or(Seed::Os, Seed::Fixed)
     }
@@ -129,7 +177,13 @@ impl VerticalViArgs {
                 let (tables, _) = cps1988::load(&csv).map_err(|e| format!("{path}: {e}"))?;
                 let blocks: Vec<PartyBlock> = tables.into_iter().map(|t| t.block).collect();
                 let (train, test) = split_blocks(&blocks, &cps1988::split(blocks[0].rows));
-                Data { name: "CPS1988".into(), schema: cps1988::schema(), train, test }
+                Data {
+                    name: "CPS1988".into(),
+                    schema: cps1988::schema(),
+                    train,
+                    test,
+                    default_target: Some(cps1988_wage_target()),
+                }
             }
             ["synthetic"] => {
                 if self.generated_rows < 10 {
@@ -146,6 +200,10 @@ impl VerticalViArgs {
                     schema: g.schema,
                     train,
                     test,
+                    default_target: Some(TargetSpec {
+                        column: "income".into(),
+                        rule: TargetRule::Labels(vec![">50K".into()]),
+                    }),
                 }
             }
             ref files => {
@@ -172,7 +230,7 @@ impl VerticalViArgs {
                 }
                 let (train, test) =
                     split_blocks(&blocks, &train_test_split(cps1988::SPLIT_SEED, rows, 0.2));
-                Data { name: files.join(" + "), schema, train, test }
+                Data { name: files.join(" + "), schema, train, test, default_target: None }
             }
         };
         if let Some(p) = self.parties
@@ -187,7 +245,8 @@ impl VerticalViArgs {
         Ok(data)
     }
 
-    pub fn run_config(&self, records: usize) -> Result<RunConfig, String> {
+    /// The run of `mode` at noise multiplier `sigma` on N = `records` training rows.
+    pub fn run_config(&self, mode: Mode, sigma: f64, records: usize) -> Result<RunConfig, String> {
         if self.batch == 0 || self.batch > records {
             return Err(format!(
                 "--batch {}: need 1 ≤ B ≤ N = {records} training rows",
@@ -200,13 +259,32 @@ impl VerticalViArgs {
         };
         Ok(RunConfig {
             components: self.components,
-            sigma: self.sigma,
+            sigma,
             clip: self.clip,
             sampling,
             learning_rate: self.learning_rate,
             eval_every: self.eval_every,
             delta: self.delta,
-            ..RunConfig::paper(self.mode.mode(), records, self.steps, self.seed())
+            ..RunConfig::paper(mode, records, self.steps, self.seed())
+        })
+    }
+}
+
+impl Data {
+    /// The report's task: --target or the data's default. A continuous column is positive above
+    /// its real training median; `COLUMN=A|B` is positive on those labels. The rule is checked
+    /// against the schema by [`super::report::check_target`] before any training.
+    pub fn target(&self, flag: Option<&str>) -> Option<TargetSpec> {
+        let Some(flag) = flag else { return self.default_target.clone() };
+        Some(match flag.split_once('=') {
+            Some((column, labels)) => TargetSpec {
+                column: column.trim().to_string(),
+                rule: TargetRule::Labels(labels.split('|').map(|l| l.trim().to_string()).collect()),
+            },
+            None => TargetSpec {
+                column: flag.trim().to_string(),
+                rule: TargetRule::Above(Threshold::RealTrainMedian),
+            },
         })
     }
 }

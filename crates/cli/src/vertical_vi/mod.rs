@@ -1,19 +1,23 @@
 //! `cape vertical-vi`: DP variational inference over vertically partitioned data (seed 004) in one
 //! process, in one of four modes (real MPC, its fixed-point simulation, plain f64, or the
 //! non-partitioned baseline): test NLL per epoch, ε per player, time and bytes per step, and a
-//! synthetic twin.
+//! synthetic twin and its report; `cape vertical-vi-sweep`: test NLL against ε for the modes.
 
 mod args;
+mod report;
+mod sweep;
 
 use std::process::ExitCode;
 
 use capelab_vertical_vi::model::twin::decode;
 use capelab_vertical_vi::modes::{Mode, Progress, RunResult, run as run_modes};
 use capelab_vertical_vi::privacy::{Adjacency, Viewer};
+use capelab_vertical_vi::report::Report;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
-pub use args::VerticalViArgs;
+pub use args::{VerticalViArgs, VerticalViSweepArgs};
+pub use sweep::run as run_sweep;
 
 fn viewer_name(v: Viewer) -> String {
     match v {
@@ -25,7 +29,7 @@ fn viewer_name(v: Viewer) -> String {
 
 /// The twin as one CSV: every party's columns side by side, one row per record.
 fn twin_csv(result: &RunResult, rows: usize, args: &VerticalViArgs) -> String {
-    let mut rng = args.seed().rng("vvi/twin");
+    let mut rng = args.common.seed().rng("vvi/twin");
     let blocks = result.posterior.sample_twin(rows, &mut rng);
     let tables = decode(&result.posterior.model.schema, &blocks);
     let mut joined = capelab_vertical_vi::model::twin::TextTable {
@@ -40,10 +44,17 @@ fn twin_csv(result: &RunResult, rows: usize, args: &VerticalViArgs) -> String {
     joined.to_csv()
 }
 
-fn vertical_vi(args: &VerticalViArgs) -> Result<Value, String> {
-    let data = args.load()?;
+/// The run's JSON, and its synthetic-data report when asked for.
+fn vertical_vi(args: &VerticalViArgs) -> Result<(Value, Option<Report>), String> {
+    let c = &args.common;
+    let data = c.load()?;
     let records = data.train[0].rows;
-    let config = args.run_config(records)?;
+    let config = c.run_config(args.mode.mode(), args.sigma, records)?;
+    let wants_report = args.report || args.report_out.is_some();
+    let target = data.target(c.target.as_deref());
+    if wants_report {
+        report::check_target(&data, target.as_ref())?;
+    }
     let progress = if args.json {
         ProgressBar::hidden()
     } else {
@@ -79,6 +90,16 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<Value, String> {
         }
         None => Value::Null,
     };
+    let report = if wants_report {
+        let r = report::synthetic_report(&data, &result.posterior, args.rows, c.seed(), target)?;
+        if let Some(path) = &args.report_out {
+            std::fs::write(path, r.to_csv())
+                .map_err(|e| format!("--report-out {}: {e}", path.display()))?;
+        }
+        Some(r)
+    } else {
+        None
+    };
     let privacy: Vec<Value> = result
         .privacy
         .iter()
@@ -99,7 +120,7 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<Value, String> {
             })
         })
         .collect();
-    Ok(json!({
+    let v = json!({
         "data": data.name,
         "mode": config.mode.name(),
         "parties": data.schema.parties.iter().map(|p| json!({
@@ -112,10 +133,10 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<Value, String> {
         "sigma": config.sigma,
         "clip": config.clip,
         "sampling": config.sampling,
-        "batch": args.batch,
+        "batch": c.batch,
         "steps": config.steps,
         "learning_rate": config.learning_rate,
-        "seed": args.seed,
+        "seed": c.seed,
         "train_records": result.train_records,
         "test_records": result.test_records,
         "steps_per_epoch": result.steps_per_epoch,
@@ -133,10 +154,13 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<Value, String> {
         },
         "privacy": privacy,
         "synthetic": synthetic,
-    }))
+        "report": report,
+    });
+    Ok((v, report))
 }
 
 fn print_human(args: &VerticalViArgs, v: &Value) {
+    let c = &args.common;
     let parties: Vec<String> = v["parties"]
         .as_array()
         .into_iter()
@@ -162,15 +186,15 @@ fn print_human(args: &VerticalViArgs, v: &Value) {
         v["components"],
         v["gradient_dimension"],
         args.sigma,
-        args.clip,
-        args.batch,
-        match args.sampling {
+        c.clip,
+        c.batch,
+        match c.sampling {
             args::SamplingArg::Poisson => "Poisson",
             args::SamplingArg::Fixed => "fixed batches",
         },
-        args.steps,
-        args.learning_rate,
-        args.seed.map_or("seed from the OS".to_string(), |s| format!(
+        c.steps,
+        c.learning_rate,
+        c.seed.map_or("seed from the OS".to_string(), |s| format!(
             "seed {s} (reproducible, not private)"
         ))
     );
@@ -227,11 +251,14 @@ fn print_human(args: &VerticalViArgs, v: &Value) {
 
 pub fn run(args: VerticalViArgs) -> ExitCode {
     match vertical_vi(&args) {
-        Ok(v) => {
+        Ok((v, report)) => {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&v).expect("JSON"));
             } else {
                 print_human(&args, &v);
+                if let Some(r) = report {
+                    println!("{}", r.to_text());
+                }
             }
             ExitCode::SUCCESS
         }

@@ -197,3 +197,36 @@ pub fn merge_parties(schema: &Schema, blocks: &[PartyBlock]) -> (Schema, Vec<Par
         vec![PartyBlock { rows, features: width, cells }],
     )
 }
+
+/// The inverse of [`merge_parties`]: the joined table's columns handed back to `schema`'s
+/// parties (e.g. a twin sampled from the non-partitioned baseline, compared per party).
+pub fn split_parties(schema: &Schema, merged: &PartyBlock) -> Vec<PartyBlock> {
+    let mut offset = 0;
+    schema
+        .parties
+        .iter()
+        .map(|p| {
+            let width = p.features.len();
+            let cells = (0..merged.rows)
+                .flat_map(|n| merged.row(n)[offset..offset + width].iter().cloned())
+                .collect();
+            offset += width;
+            PartyBlock { rows: merged.rows, features: width, cells }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::generate::adult_like;
+
+    #[test]
+    fn splitting_a_merged_table_gives_back_every_party_block() {
+        let g = adult_like(50, 7);
+        let (merged_schema, merged) = merge_parties(&g.schema, &g.blocks);
+        assert_eq!(merged_schema.parties.len(), 1);
+        assert_eq!(merged[0].features, g.blocks.iter().map(|b| b.features).sum::<usize>());
+        assert_eq!(split_parties(&g.schema, &merged[0]), g.blocks);
+    }
+}
