@@ -172,27 +172,24 @@ fn bad_flags_fail_with_exit_2_naming_the_problem() {
     }
 }
 
+/// The small generated table every quick run here uses, then `rest` (split at spaces).
+fn small(rest: &str) -> Vec<String> {
+    "--data synthetic --generated-rows 600 --components 3 --batch 30"
+        .split(' ')
+        .chain(rest.split(' '))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
 #[test]
 fn the_report_compares_the_twin_with_the_real_test_set() {
     let out = scratch("report").join("report.csv");
-    let v = json(&[
-        "--data",
-        "synthetic",
-        "--generated-rows",
-        "600",
-        "--mode",
-        "plain",
-        "--components",
-        "3",
-        "--batch",
-        "30",
-        "--steps",
-        "30",
-        "--seed",
-        "5",
-        "--report-out",
-        out.to_str().unwrap(),
-    ]);
+    let args = small(&format!("--mode plain --steps 30 --seed 5 --report-out {}", out.display()));
+    let v = json(&refs(&args));
     let r = &v["report"];
     assert_eq!(r["real_test_rows"], 120);
     assert_eq!(r["synthetic_rows"], 120, "the twin is as large as the test set by default");
@@ -221,25 +218,9 @@ fn the_report_compares_the_twin_with_the_real_test_set() {
 #[test]
 fn the_sweep_calibrates_sigma_per_epsilon_and_runs_every_mode() {
     let dir = scratch("sweep");
-    let out = cape(&[
-        "vertical-vi-sweep",
-        "--data",
-        "synthetic",
-        "--generated-rows",
-        "600",
-        "--components",
-        "3",
-        "--batch",
-        "30",
-        "--steps",
-        "8",
-        "--epsilons",
-        "1,8",
-        "--seed",
-        "2",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let mut args = vec!["vertical-vi-sweep".to_owned()];
+    args.extend(small(&format!("--steps 8 --epsilons 1,8 --seed 2 --out {}", dir.display())));
+    let out = cape(&refs(&args));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stem = dir.join("vertical-vi-generated-adult-like-vs-epsilon");
     for suffix in ["-nll.png", "-nll.svg", "-tv.png", "-tv.svg"] {
