@@ -122,12 +122,20 @@ describe('EFPSN over the real relay', { concurrency: false }, () => {
       null,
       { timeout: STUDY_TIMEOUT_MS },
     );
+    // The graph shows iterates crossing the ring's links.
+    await page.waitForSelector('[data-testid="efpsn-edge"][data-state="iterates"]', { timeout: STEP_TIMEOUT_MS });
     const leaving = sites[2];
     for (const t of tabs) t.allow.push(/not sent/);
     await closeTab(tabs, leaving.tab);
     await page.waitForSelector('[data-testid="efpsn-live"][data-finished="true"]', { timeout: STUDY_TIMEOUT_MS });
     const rows = await page.$$eval('[data-testid="efpsn-agent"]', (els) => els.map((e) => e.textContent));
     assert.match(rows[2], /left the room at iteration \d+/);
+    // Agent 2's links are cut, and nothing moves on the graph any more.
+    const edges = await page.$$eval('[data-testid="efpsn-edge"]', (els) => els.map((e) => [e.dataset.ends, e.dataset.state]));
+    const atLeaver = edges.filter(([ends]) => ends.split(' ').includes('2'));
+    assert.equal(atLeaver.length, 2, JSON.stringify(edges));
+    for (const [ends, state] of atLeaver) assert.equal(state, 'cut', ends);
+    for (const [ends, state] of edges) assert.ok(!['iterates', 'ciphertexts'].includes(state), `${ends}: ${state}`);
     for (const i of [0, 1, 3]) assert.match(rows[i], new RegExp(`participant ${leaving.id}\\)? left`), rows[i]);
     for (const site of [sites[0], sites[1], sites[3]]) {
       const text = await site.tab.page.textContent('[data-testid="efpsn-site-panel"]');

@@ -144,26 +144,78 @@ pub fn cancellation(efpsn: &ObservedRun, exact: &ObservedRun) -> Option<Cancella
     })
 }
 
-/// The graph as SVG: agents on a circle, edges as lines; an agent whose run stopped is hollow.
-pub fn graph_svg(graph: &Graph, names: &[String], active: &[bool]) -> String {
+/// What an agent is doing, as the graph shows it: the most advanced phase of its runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    Waiting,
+    /// Phase 1: keys and Paillier-encrypted noise go to the neighbours.
+    Encrypting,
+    /// Phase 2: an iterate goes to every neighbour each iteration.
+    Iterating,
+    Done,
+    /// A run stopped on this agent, or it declined: nothing flows to or from it any more.
+    Stopped,
+}
+
+/// Agent `i`'s [`Activity`] over `runs` (the runs go side by side, so any run in Phase 2 means
+/// iterates are flowing).
+pub fn activity(runs: &[ObservedRun], i: usize) -> Activity {
+    let statuses: Vec<&RunStatus> = runs.iter().filter_map(|r| r.status.get(i)).collect();
+    if statuses.iter().any(|s| matches!(s, RunStatus::Failed(_) | RunStatus::Declined(_))) {
+        Activity::Stopped
+    } else if statuses.iter().any(|s| matches!(s, RunStatus::Phase2 { .. })) {
+        Activity::Iterating
+    } else if statuses.iter().any(|s| matches!(s, RunStatus::Phase1 { .. })) {
+        Activity::Encrypting
+    } else if !statuses.is_empty() && statuses.iter().all(|s| matches!(s, RunStatus::Done)) {
+        Activity::Done
+    } else {
+        Activity::Waiting
+    }
+}
+
+/// A link's state: what its two ends are doing decides what crosses it.
+fn edge_state(a: Activity, b: Activity) -> &'static str {
+    use Activity::*;
+    match (a, b) {
+        (Stopped, _) | (_, Stopped) => "cut",
+        (Encrypting, Encrypting | Iterating) | (Iterating, Encrypting) => "ciphertexts",
+        (Iterating, Iterating) => "iterates",
+        _ => "idle",
+    }
+}
+
+/// The graph as SVG: agents on a circle, links as lines. While messages cross a link its dashes
+/// move (style.css: amber for Phase 1's ciphertexts, blue for Phase 2's iterates; still under
+/// `prefers-reduced-motion`); a link to an agent that stopped is grey and dashed, the agent
+/// hollow.
+pub fn graph_svg(graph: &Graph, names: &[String], activity: &[Activity]) -> String {
     let n = graph.len();
     let (cx, cy, r) = (160.0, 130.0, 95.0);
     let at = |i: usize| {
         let a = std::f64::consts::TAU * i as f64 / n.max(1) as f64 - std::f64::consts::FRAC_PI_2;
         (cx + r * a.cos(), cy + r * a.sin())
     };
-    let mut out = String::from(
-        r#"<svg viewBox="0 0 320 260" width="320" height="260" role="img" aria-label="The agents' graph" xmlns="http://www.w3.org/2000/svg">"#,
+    let of = |i: usize| activity.get(i).copied().unwrap_or(Activity::Waiting);
+    let edges: Vec<(usize, usize, &str)> =
+        graph.edges().into_iter().map(|(i, j)| (i, j, edge_state(of(i), of(j)))).collect();
+    let count = |state: &str| edges.iter().filter(|e| e.2 == state).count();
+    let mut out = format!(
+        r#"<svg viewBox="0 0 320 260" width="320" height="260" role="img" aria-label="The agents' graph: {} links, {} carrying ciphertexts, {} carrying iterates, {} cut" xmlns="http://www.w3.org/2000/svg">"#,
+        edges.len(),
+        count("ciphertexts"),
+        count("iterates"),
+        count("cut")
     );
-    for (i, j) in graph.edges() {
-        let ((x1, y1), (x2, y2)) = (at(i), at(j));
+    for (i, j, state) in &edges {
+        let ((x1, y1), (x2, y2)) = (at(*i), at(*j));
         out.push_str(&format!(
-            r##"<line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#888" stroke-width="2"/>"##
+            r##"<line class="edge edge-{state}" data-testid="efpsn-edge" data-ends="{i} {j}" data-state="{state}" x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#888" stroke-width="2"/>"##
         ));
     }
     for i in 0..n {
         let (x, y) = at(i);
-        let fill = if active.get(i).copied().unwrap_or(true) { PALETTE[0] } else { "#fff" };
+        let fill = if of(i) == Activity::Stopped { "#fff" } else { PALETTE[0] };
         let name =
             names.get(i).map_or(String::new(), |s| crate::components::charts::svg::escape(s));
         out.push_str(&format!(
@@ -198,8 +250,47 @@ mod tests {
     #[test]
     fn the_graph_draws_every_edge_and_agent() {
         let g = Graph::build(Topology::Ring, 4, 0).unwrap();
-        let svg = graph_svg(&g, &["a".into(), "b".into(), "c".into(), "d".into()], &[true; 4]);
+        let names = ["a".into(), "b".into(), "c".into(), "d".into()];
+        let svg = graph_svg(&g, &names, &[Activity::Waiting; 4]);
         assert_eq!(svg.matches("<line").count(), 4);
         assert_eq!(svg.matches("<circle").count(), 4);
+        assert_eq!(svg.matches(r#"data-state="idle""#).count(), 4);
+    }
+
+    #[test]
+    fn links_show_what_crosses_them_and_a_departure_cuts_its_links() {
+        use Activity::*;
+        let g = Graph::build(Topology::Ring, 4, 0).unwrap();
+        let names = ["a".into(), "b".into(), "c".into(), "d".into()];
+        let svg = graph_svg(&g, &names, &[Iterating, Iterating, Encrypting, Stopped]);
+        // ring 0-1-2-3-0: 0–1 iterates, 1–2 ciphertexts, 2–3 and 3–0 cut
+        assert_eq!(svg.matches(r#"data-state="iterates""#).count(), 1);
+        assert_eq!(svg.matches(r#"data-state="ciphertexts""#).count(), 1);
+        assert_eq!(svg.matches(r#"data-state="cut""#).count(), 2);
+        assert!(svg.contains("1 carrying ciphertexts, 1 carrying iterates, 2 cut"), "{svg}");
+        // four white index labels, and agent 3's hollow circle
+        assert_eq!(svg.matches(r##"fill="#fff""##).count(), 4 + 1);
+    }
+
+    #[test]
+    fn an_agent_is_as_far_as_its_most_advanced_run() {
+        let run = |status: Vec<RunStatus>| ObservedRun {
+            id: capelab_core::study::StudyId([0; 16]),
+            method: Method::Efpsn,
+            epsilon: None,
+            status,
+            iterates: Vec::new(),
+            gradient_at_zero: Vec::new(),
+            trace: Vec::new(),
+            x_bar: Vec::new(),
+        };
+        let p1 = RunStatus::Phase1 { keys: 0, noise_sent: 0, noise_received: 0, neighbours: 2 };
+        let p2 = RunStatus::Phase2 { iteration: 3 };
+        let runs = [run(vec![p1.clone(), RunStatus::Done]), run(vec![p2, RunStatus::Done])];
+        assert_eq!(activity(&runs, 0), Activity::Iterating);
+        assert_eq!(activity(&runs, 1), Activity::Done);
+        let stopped = [run(vec![p1, RunStatus::Failed("left".into())])];
+        assert_eq!(activity(&stopped, 1), Activity::Stopped);
+        assert_eq!(activity(&stopped, 0), Activity::Encrypting);
     }
 }

@@ -189,12 +189,13 @@ pub fn IcaCentre(study: DashboardStudy) -> impl IntoView {
 /// The EFPSN study large: the graph and the accuracy of the runs side by side.
 #[component]
 pub fn EfpsnCentre(study: DashboardStudy) -> impl IntoView {
-    use crate::study_view::efpsn::{accuracy_chart, graph_svg};
+    use crate::study_view::efpsn::{accuracy_chart, activity, graph_svg};
     move || {
         study.view.efpsn.get().map(|live| {
             let iterations = live.task.runs[0].plan.phase2.iterations;
             let names: Vec<String> = (0..live.agents.len()).map(|i| live.name(i)).collect();
-            let graph = graph_svg(&live.graph, &names, &vec![true; names.len()]);
+            let now: Vec<_> = (0..names.len()).map(|i| activity(&live.runs, i)).collect();
+            let graph = graph_svg(&live.graph, &names, &now);
             let chart = crate::components::charts::line::render(
                 &accuracy_chart(&live.runs, iterations, live.x_star_score),
                 "present-efpsn-accuracy",

@@ -7,7 +7,7 @@ use capelab_core::efpsn::attack::{Perturbed, reconstruct};
 use capelab_core::efpsn::graph::Topology;
 use capelab_core::efpsn::optimizer::Optimizer;
 use capelab_core::efpsn::sim::Method;
-use capelab_core::study::efpsn::{Residual, RunStatus};
+use capelab_core::study::efpsn::Residual;
 use capelab_core::wire::Role;
 use leptos::prelude::*;
 
@@ -19,7 +19,8 @@ use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
 use crate::study_driver::efpsn_run::{EfpsnFields, EfpsnLive};
 use crate::study_view::efpsn::{
-    accuracy_chart, cancellation, deviation_chart, graph_svg, method_label, status_text,
+    Activity, accuracy_chart, activity, cancellation, deviation_chart, graph_svg, method_label,
+    status_text,
 };
 
 #[component]
@@ -149,10 +150,8 @@ pub fn EfpsnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
 fn EfpsnLiveView(live: EfpsnLive, study: DashboardStudy) -> impl IntoView {
     let iterations = live.task.runs[0].plan.phase2.iterations;
     let names: Vec<String> = (0..live.agents.len()).map(|i| live.name(i)).collect();
-    let active: Vec<bool> = (0..live.agents.len())
-        .map(|i| live.runs.iter().all(|r| !matches!(r.status[i], RunStatus::Failed(_))))
-        .collect();
-    let graph = graph_svg(&live.graph, &names, &active);
+    let activity: Vec<Activity> = (0..live.agents.len()).map(|i| activity(&live.runs, i)).collect();
+    let graph = graph_svg(&live.graph, &names, &activity);
     let epsilon = live.runs.iter().find_map(|r| r.epsilon);
     let gamma = live.task.runs[0].plan.setup.law.gamma;
     let header = live
@@ -200,7 +199,10 @@ fn EfpsnLiveView(live: EfpsnLive, study: DashboardStudy) -> impl IntoView {
     view! {
         <div class="live-study study-focus" data-testid="efpsn-live" data-finished=live.finished.to_string()>
             <div class="efpsn-top">
-                <figure class="chart" data-testid="efpsn-graph" inner_html=graph></figure>
+                <figure class="chart" data-testid="efpsn-graph">
+                    <div inner_html=graph></div>
+                    <figcaption class="small">"Moving dashes: messages crossing a link (amber: Phase 1's keys and encrypted noise; blue: Phase 2's iterates). Grey dashes: a link cut because an agent left or declined."</figcaption>
+                </figure>
                 <div>
                     <p data-testid="efpsn-epsilon">{match epsilon {
                         Some(e) => format!("Each agent's guarantee by Theorem IV.1 at γ = {}: ε = {} at δ = {} (μ₂ = {}, μ_max = {} of the graph's Laplacian). The paper's claim: the theorem ignores what corrupted neighbours know about an agent's edges.", format_value(gamma), format_value(e.epsilon), format_value(e.delta), format_value(e.mu2), format_value(e.mu_max)),
