@@ -188,8 +188,15 @@ fn refs(args: &[String]) -> Vec<&str> {
 #[test]
 fn the_report_compares_the_twin_with_the_real_test_set() {
     let out = scratch("report").join("report.csv");
-    let args = small(&format!("--mode plain --steps 30 --seed 5 --report-out {}", out.display()));
+    let args = small(&format!(
+        "--mode plain --steps 30 --seed 5 --sampling fixed --report-out {}",
+        out.display()
+    ));
     let v = json(&refs(&args));
+    // fixed batches: the paper's own replace-one setting is reported beside the table
+    let r = &v["privacy_replace_one_fixed_batches"];
+    assert_eq!(num(r, "noise_multiplier"), 2.042 / 2.0);
+    assert!(num(&r["epsilon"], "epsilon") > num(&v["privacy"][0], "epsilon"), "{r}");
     let r = &v["report"];
     assert_eq!(r["real_test_rows"], 120);
     assert_eq!(r["synthetic_rows"], 120, "the twin is as large as the test set by default");

@@ -27,9 +27,13 @@ row: O(δ, 1, E, ·)).
 amplification that capelab-core's `PoissonSampledGaussian` accounts, and only for add/remove
 neighbours. Runs that draw fixed batches of B without replacement ([`Sampling::FixedBatch`]) are
 accounted as Poisson with q = B/N, as the paper's ε = 1 does (spec D5); this is the common
-practice, not a proof. The replace-one, without-replacement analysis (dp-accounting 0.6.0 gives
-2.126 for the B7 run) is not in capelab-core, so [`guarantee`] refuses replace-one with Q < 1
-instead of printing a number it cannot justify. A party or colluders see the batch indices, so
+practice, not a proof. [`guarantee`] refuses replace-one with Q < 1 (capelab-core's events have no
+such mechanism, and there is no PLD for it); [`replace_one_fixed_batches`] gives the analyst's ε
+under the paper's own setting, replace-one neighbours and fixed batches drawn without replacement,
+by the RDP bound of Wang, Balle & Kasiviswanathan (capelab-core's `without_replacement`, equal to
+dp-accounting's). For the B7 run that is **5.19**, not spec B4's 2.126: 2.126 passes z = σ, the
+multiplier over sensitivity C, but replacing one record moves a sum of vectors clipped to C by up
+to 2C, so z = σ/2. A party or colluders see the batch indices, so
 subsampling hides nothing from them: Q = 1 (spec B5, D6). With Poisson or fixed batches a record may
 be in any of the T steps, so T compositions is the only data-independent count.
 
@@ -59,6 +63,7 @@ N(0, σ²) are one Gaussian with multiplier σ/√T, Balle & Wang 2018) gives **
 grid numbers are valid upper bounds, just looser; [`Epsilons`] reports all three.
 */
 
+use capelab_core::accountant::without_replacement::wor_gaussian_epsilon;
 use capelab_core::accountant::{
     AccountantError, Conversion, EpsilonAt, Event, Mechanism, PldAccountant, PldError,
     PrivacyAccountant, RdpAccountant, Release,
@@ -351,6 +356,40 @@ pub fn table(run: &Run, delta: f64) -> Result<Vec<Guarantee>, PrivacyError> {
         }
     }
     Ok(rows)
+}
+
+/// The outside analyst's ε under the paper's own definitions: replace-one neighbours (spec B5's
+/// VP-adjacency, sensitivity 2C, so z = σ/2) and B records drawn uniformly without replacement at
+/// each of the T steps (what [`Sampling::FixedBatch`] runs do). RDP only (Wang, Balle &
+/// Kasiviswanathan 2019, Thm 27, on dp-accounting's order grid); reported, never charged (the
+/// ledger charges [`ledger_events`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplaceOneFixedBatches {
+    /// z = σ/2.
+    pub noise_multiplier: f64,
+    /// q = B/N.
+    pub sampling_rate: f64,
+    pub compositions: u64,
+    pub delta: f64,
+    pub epsilon: EpsilonAt,
+}
+
+/// [`ReplaceOneFixedBatches`] for `run` (any sampling: the number is for fixed batches).
+pub fn replace_one_fixed_batches(
+    run: &Run,
+    delta: f64,
+) -> Result<ReplaceOneFixedBatches, PrivacyError> {
+    // The same checks as every other view (σ, B ≤ N, T, P).
+    viewer_event(run, Viewer::Analyst, Adjacency::AddRemove)?;
+    let z = run.noise_multiplier / Adjacency::ReplaceOne.sensitivity();
+    let q = run.sampling_rate();
+    Ok(ReplaceOneFixedBatches {
+        noise_multiplier: z,
+        sampling_rate: q,
+        compositions: run.steps,
+        delta,
+        epsilon: wor_gaussian_epsilon(q, z, run.steps, delta)?,
+    })
 }
 
 /// What each party records in its capelab-core ledger for a run: the release of the T noisy sums

@@ -40,6 +40,28 @@ fn outside_analyst_ttp_and_parties_noise() {
     assert!(matches!(e, PrivacyError::ReplaceOneSubsampled(q) if q == Q));
 }
 
+/// Spec B4's "RDP replace-one without replacement 2.126" is dp-accounting at z = σ; the paper's
+/// own setting (replace-one of a clipped sum: sensitivity 2C, z = σ/2) gives 5.187 (dp-accounting
+/// 0.6.0: 5.187367558896469 at order 5; 2.1255161857615485 at order 10 for z = σ).
+#[test]
+fn the_analyst_under_replace_one_with_fixed_batches() {
+    let run = Run::paper(NoiseSource::Ttp, Sampling::FixedBatch);
+    let r = privacy::replace_one_fixed_batches(&run, DELTA).unwrap();
+    assert_eq!((r.noise_multiplier, r.sampling_rate, r.compositions), (SIGMA / 2.0, Q, 20_000));
+    assert!(close(r.epsilon.epsilon, 5.187367558896469, 1e-9), "{r:?}");
+    assert_eq!(r.epsilon.order, 5.0);
+    let spec = capelab_core::accountant::without_replacement::wor_gaussian_epsilon(
+        Q, SIGMA, 20_000, DELTA,
+    )
+    .unwrap();
+    assert!((spec.epsilon - 2.126).abs() < 5e-4, "{spec:?}");
+    // More than the add/remove Poisson view it is often quoted beside (0.9948).
+    assert!(r.epsilon.epsilon > 5.0 * 0.9948);
+    let mut bad = run;
+    bad.batch = 0;
+    assert!(privacy::replace_one_fixed_batches(&bad, DELTA).is_err());
+}
+
 #[test]
 fn a_party_with_ttp_noise_q_equals_one() {
     // B5: 25.7 for 66 compositions (epochs).

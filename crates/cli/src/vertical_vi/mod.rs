@@ -100,6 +100,14 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<(Value, Option<Report>), String>
     } else {
         None
     };
+    // The run's own sampling under the paper's definitions (replace-one): fixed batches only.
+    let replace_one = match (&result.privacy_run, c.sampling) {
+        (Some(run), args::SamplingArg::Fixed) => Some(
+            capelab_vertical_vi::privacy::replace_one_fixed_batches(run, config.delta)
+                .map_err(|e| e.to_string())?,
+        ),
+        _ => None,
+    };
     let privacy: Vec<Value> = result
         .privacy
         .iter()
@@ -153,6 +161,7 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<(Value, Option<Report>), String>
             "first_step_dealt_values": result.costs.first().map(|c| c.dealt_values.clone()),
         },
         "privacy": privacy,
+        "privacy_replace_one_fixed_batches": replace_one,
         "synthetic": synthetic,
         "report": report,
     });
@@ -242,6 +251,16 @@ fn print_human(args: &VerticalViArgs, v: &Value) {
             g["sampling_rate"].as_f64().unwrap_or(f64::NAN),
             g["compositions"],
             if g["approximate"] == true { ", fixed batches accounted as Poisson" } else { "" }
+        );
+    }
+    let r = &v["privacy_replace_one_fixed_batches"];
+    if let Some(eps) = r["epsilon"]["epsilon"].as_f64() {
+        println!(
+            "  ε = {eps:>10.4} at δ = {:e} for outside analyst (replace-one, the paper's own \
+             adjacency, with these fixed batches drawn without replacement; RDP, z = σ/2 = {:.4}; \
+             no PLD exists for it)",
+            r["delta"].as_f64().unwrap_or(f64::NAN),
+            r["noise_multiplier"].as_f64().unwrap_or(f64::NAN)
         );
     }
     if let Some(path) = v["synthetic"]["path"].as_str() {

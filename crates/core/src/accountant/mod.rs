@@ -45,6 +45,7 @@ pub mod pld;
 pub mod rdp;
 mod solve;
 pub mod subsampled;
+pub mod without_replacement;
 
 pub use comparison::{ComparisonReport, ComparisonRequest, ViewReport};
 pub use conversion::Conversion;
