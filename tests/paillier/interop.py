@@ -51,6 +51,10 @@ def main():
         from_cape = cape("encrypt", "--n", str(phe_public.n), "--values", ",".join(map(str, VALUES)))
         got = [phe_decrypt(phe_private, phe_public, c) for c in from_cape]
         check(f"{bits}-bit: capelab → phe", got, VALUES)
+        # the same with capelab's DJN randomizers (still ordinary Paillier ciphertexts)
+        from_djn = cape("encrypt", "--djn", "--n", str(phe_public.n), "--values", ",".join(map(str, VALUES)))
+        got = [phe_decrypt(phe_private, phe_public, c) for c in from_djn]
+        check(f"{bits}-bit: capelab DJN → phe", got, VALUES)
 
         # 3. Mixed sums under one key, taken in each tool and decrypted in the other.
         a, b = -987654321, 123456789
@@ -62,7 +66,7 @@ def main():
         in_cape = cape("add", "--n", key["n"], "--ciphertexts", f"{c_phe},{c_cape}")
         private = paillier.PaillierPrivateKey(public, int(key["p"]), int(key["q"]))
         check(f"{bits}-bit: sum taken by capelab, decrypted by phe", phe_decrypt(private, public, in_cape), a + b)
-        print(f"{bits}-bit keys: {len(VALUES)} values each way and two mixed sums")
+        print(f"{bits}-bit keys: {len(VALUES)} values each way (and DJN-encrypted) and two mixed sums")
 
     if failures:
         print("\n".join(failures), file=sys.stderr)

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use capelab_core::rng::Seed;
-use capelab_paillier::{Ciphertext, KeySize, Keypair, PublicKey};
+use capelab_paillier::{Ciphertext, DjnEncryptor, KeySize, Keypair, PublicKey};
 use serde_json::json;
 
 #[derive(clap::Subcommand, Debug)]
@@ -26,6 +26,10 @@ pub enum PaillierCommand {
         values: Vec<i64>,
         #[arg(long)]
         seed: Option<u64>,
+        /// Damgård–Jurik–Nielsen randomizers from a fixed-base table (faster for many values;
+        /// an assumption beyond DCR, see capelab_paillier::DjnEncryptor).
+        #[arg(long)]
+        djn: bool,
     },
     /// Decrypts ciphertexts with the primes p and q: JSON list of signed integers.
     Decrypt {
@@ -70,11 +74,15 @@ fn paillier(command: PaillierCommand) -> Result<serde_json::Value, String> {
             json!({ "n": k.public.modulus_decimal(), "p": p, "q": q, "bits": bits,
                     "warning": "p and q are the secret key: printed for interoperability tests only" })
         }
-        PaillierCommand::Encrypt { n, values, seed: s } => {
+        PaillierCommand::Encrypt { n, values, seed: s, djn } => {
             let pk = PublicKey::from_modulus_decimal(&n).map_err(|e| format!("--n: {e}"))?;
             let mut rng = seed(s).rng("paillier/encrypt");
-            let cts: Vec<String> =
-                values.iter().map(|&v| pk.encrypt_i64(v, &mut rng).to_decimal()).collect();
+            let cts: Vec<String> = if djn {
+                let e = DjnEncryptor::new(&pk, &mut rng);
+                values.iter().map(|&v| e.encrypt_i64(v, &mut rng).to_decimal()).collect()
+            } else {
+                values.iter().map(|&v| pk.encrypt_i64(v, &mut rng).to_decimal()).collect()
+            };
             json!(cts)
         }
         PaillierCommand::Decrypt { p, q, ciphertexts } => {

@@ -11,7 +11,7 @@
 
 use capelab_core::efpsn::bench::phase1_on_a_ring;
 use capelab_core::rng::derive;
-use capelab_paillier::{KeySize, Keypair};
+use capelab_paillier::{DjnEncryptor, KeySize, Keypair};
 use serde_json::json;
 use wasm_bindgen_test::*;
 
@@ -49,12 +49,24 @@ fn paillier_timings() {
         dec.push(now_ms() - t);
     }
     let t = now_ms();
+    let djn = DjnEncryptor::new(&keys[0].public, &mut rng);
+    let djn_setup = now_ms() - t;
+    let mut enc_djn = vec![];
+    for i in 0..repetitions {
+        let t = now_ms();
+        let c = djn.encrypt_i64(i as i64 - 5, &mut rng);
+        enc_djn.push(now_ms() - t);
+        assert_eq!(keys[0].secret.decrypt_i64(&c).expect("decrypts"), i as i64 - 5);
+    }
+    let t = now_ms();
     phase1_on_a_ring(keys, 1).expect("Phase 1 completes");
     let phase1 = now_ms() - t;
     let cases = json!([
         {"op": "keygen", "median_ms": median(keygen), "repetitions": 5},
         {"op": "encrypt", "median_ms": median(enc), "repetitions": repetitions},
         {"op": "decrypt", "median_ms": median(dec), "repetitions": repetitions},
+        {"op": "djn_setup", "median_ms": djn_setup, "repetitions": 1},
+        {"op": "encrypt_djn", "median_ms": median(enc_djn), "repetitions": repetitions},
         {"op": "phase1_ring5", "median_ms": phase1, "repetitions": 1},
     ]);
     let line = json!({"bench": "paillier", "runner": "wasm", "cases": cases});

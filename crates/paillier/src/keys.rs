@@ -85,6 +85,13 @@ pub struct Keypair {
 /// Use it once ([`PublicKey::encrypt_i64_with`] consumes it) and keep it secret until then.
 pub struct Randomizer(BoxedUint);
 
+impl Randomizer {
+    /// A randomizer made elsewhere in the crate (an n-th residue mod n², e.g. [`crate::DjnEncryptor`]'s).
+    pub(crate) fn from_residue(r: BoxedUint) -> Self {
+        Randomizer(r)
+    }
+}
+
 fn odd(x: BoxedUint) -> Odd<BoxedUint> {
     Odd::new(x).expect("an odd modulus")
 }
@@ -190,6 +197,19 @@ impl PublicKey {
 
     pub fn bits(&self) -> u32 {
         self.bits
+    }
+
+    pub(crate) fn modulus(&self) -> &Odd<BoxedUint> {
+        &self.n
+    }
+
+    /// `x` (below n²) as an element mod n² in Montgomery form.
+    pub(crate) fn monty(&self, x: BoxedUint) -> BoxedMontyForm {
+        BoxedMontyForm::new(x.resize(2 * self.bits), &self.params)
+    }
+
+    pub(crate) fn monty_one(&self) -> BoxedMontyForm {
+        BoxedMontyForm::one(&self.params)
     }
 
     /// r^n mod n² for a fresh uniform r ∈ Z*_n (the expensive part of an encryption).

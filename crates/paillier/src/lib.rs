@@ -42,8 +42,10 @@ is the standard offline/online split [`PublicKey::precompute`] → [`Randomizer`
 computed ahead of time (e.g. while a tab waits for its neighbours) for a fresh uniform `r`, and
 [`PublicKey::encrypt_i64_with`] then costs one multiplication. It keeps IND-CPA under DCR unchanged
 **provided each randomizer is used once and kept secret until used**; the type is consumed on use,
-not `Clone`, and not serialisable, so the compiler enforces the first half. No short-exponent or
-fixed-base variant is used (those would need assumptions beyond DCR).
+not `Clone`, and not serialisable, so the compiler enforces the first half. capelab's protocols use
+nothing else. For callers who encrypt many values under one key, [`DjnEncryptor`] offers the
+Damgård–Jurik–Nielsen short-exponent randomizer with a fixed-base table, several times faster per
+ciphertext, under an assumption beyond DCR that its doc states.
 
 Decryption is by the key owner only and uses `p` and `q` (CRT); that needs no assumption.
 
@@ -59,12 +61,14 @@ crypto-bigint does not zeroize.
 #![forbid(unsafe_code)]
 
 mod ciphertext;
+mod djn;
 mod error;
 mod keys;
 mod packing;
 mod serde_big;
 
 pub use ciphertext::Ciphertext;
+pub use djn::DjnEncryptor;
 pub use error::PaillierError;
 pub use keys::{KeySize, Keypair, PublicKey, Randomizer, SecretKey};
 pub use packing::Packing;

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use capelab_core::efpsn::bench::phase1_on_a_ring;
 use capelab_core::rng::derive;
-use capelab_paillier::{Ciphertext, KeySize, Keypair};
+use capelab_paillier::{Ciphertext, DjnEncryptor, KeySize, Keypair};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -75,6 +75,15 @@ fn bench(args: &PaillierBenchArgs) -> Result<Value, String> {
         enc.push(ms);
         cts.push(c);
     }
+    // DJN: one fixed-base table per key, then short-exponent randomizers (an assumption beyond
+    // DCR, capelab_paillier::DjnEncryptor; capelab's protocols do not use it).
+    let (djn, djn_setup_ms) = timed(|| DjnEncryptor::new(&k.public, &mut rng));
+    let mut enc_djn = Vec::new();
+    for i in 0..args.repetitions {
+        let (c, ms) = timed(|| djn.encrypt_i64(i as i64 - 20, &mut rng));
+        enc_djn.push(ms);
+        cts.push(c);
+    }
     let mut dec = Vec::new();
     for c in &cts {
         let (m, ms) = timed(|| k.secret.decrypt_i64(c));
@@ -87,7 +96,13 @@ fn bench(args: &PaillierBenchArgs) -> Result<Value, String> {
     let native = vec![
         Case { op: "keygen".into(), median_ms: median(keygen), repetitions: args.keys.max(5) },
         Case { op: "encrypt".into(), median_ms: median(enc), repetitions: args.repetitions },
-        Case { op: "decrypt".into(), median_ms: median(dec), repetitions: args.repetitions },
+        Case { op: "djn_setup".into(), median_ms: djn_setup_ms, repetitions: 1 },
+        Case {
+            op: "encrypt_djn".into(),
+            median_ms: median(enc_djn),
+            repetitions: args.repetitions,
+        },
+        Case { op: "decrypt".into(), median_ms: median(dec), repetitions: 2 * args.repetitions },
         Case { op: "phase1_ring5".into(), median_ms: phase1_ms, repetitions: 1 },
     ];
     let per_second =
@@ -98,6 +113,7 @@ fn bench(args: &PaillierBenchArgs) -> Result<Value, String> {
         "phase1": { "agents": 5, "graph": "ring", "coefficients": 10, "messages": traffic.messages, "bytes": traffic.bytes },
         "native": native,
         "native_encryptions_per_second": per_second(&native, "encrypt"),
+        "native_djn_encryptions_per_second": per_second(&native, "encrypt_djn"),
     });
     let mut others = Vec::new();
     for (key, file) in [("wasm", &args.wasm), ("phe", &args.phe)] {
@@ -125,6 +141,17 @@ fn bench(args: &PaillierBenchArgs) -> Result<Value, String> {
         (others.iter().find(|(k, _)| *k == "wasm"), others.iter().find(|(k, _)| *k == "phe"))
     {
         report["wasm_over_phe"] = ratio(wasm, phe);
+    }
+    // DJN encryption against python-phe's standard one (phe has no DJN variant).
+    let ms = |cases: &[Case], op: &str| cases.iter().find(|c| c.op == op).map(|c| c.median_ms);
+    if let Some((_, phe)) = others.iter().find(|(k, _)| *k == "phe")
+        && let Some(phe_enc) = ms(phe, "encrypt")
+    {
+        let mut djn = json!({ "native": ms(&native, "encrypt_djn").map(|m| m / phe_enc) });
+        if let Some((_, wasm)) = others.iter().find(|(k, _)| *k == "wasm") {
+            djn["wasm"] = json!(ms(wasm, "encrypt_djn").map(|m| m / phe_enc));
+        }
+        report["encrypt_djn_over_phe_encrypt"] = djn;
     }
     Ok(report)
 }
