@@ -12,7 +12,7 @@ use capelab_core::wire::{ParticipantId, To};
 use super::messages::{Body, VviMessage};
 use super::seal::{Links, Purpose};
 use super::task::{BatchSampling, VviTask};
-use super::{Status, StudyError, others, step_seed, to_each};
+use super::{Status, StudyError, others, step_seed, stop_member, to_each};
 use crate::mpc::circuit::{Shape, gradient_program};
 use crate::mpc::dealer::deal_program;
 
@@ -47,17 +47,8 @@ impl Dealer {
     }
 
     fn stop(&mut self, reason: String, tell: bool) -> Vec<Outgoing> {
-        if self.status.is_over() {
-            return Vec::new();
-        }
-        self.status = Status::Stopped(reason.clone());
-        match (&self.run, tell) {
-            (Some(run), true) => {
-                let msg = VviMessage { study: run.study, body: Body::Stop { reason } };
-                to_each(others(&run.task, self.aggregator, self.me), &msg)
-            }
-            _ => Vec::new(),
-        }
+        let run = self.run.as_ref().map(|r| (r.study, &r.task));
+        stop_member(&mut self.status, run, self.aggregator, self.me, reason, tell)
     }
 
     fn on_start(&mut self, study: StudyId, task: VviTask) -> Vec<Outgoing> {

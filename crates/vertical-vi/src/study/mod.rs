@@ -131,6 +131,29 @@ fn to_each(to: impl IntoIterator<Item = ParticipantId>, msg: &VviMessage) -> Vec
         .collect()
 }
 
+/// A party's or the dealer's stop: `status` becomes `Stopped(reason)` once; with `tell` (it stops
+/// of its own accord), every other member of the run hears why.
+fn stop_member(
+    status: &mut Status,
+    run: Option<(StudyId, &VviTask)>,
+    aggregator: ParticipantId,
+    me: ParticipantId,
+    reason: String,
+    tell: bool,
+) -> Vec<Outgoing> {
+    if status.is_over() {
+        return Vec::new();
+    }
+    *status = Status::Stopped(reason.clone());
+    match (run, tell) {
+        (Some((study, task)), true) => {
+            let msg = VviMessage { study, body: Body::Stop { reason } };
+            to_each(others(task, aggregator, me), &msg)
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Every member of the run but `me`.
 fn others(task: &VviTask, aggregator: ParticipantId, me: ParticipantId) -> Vec<ParticipantId> {
     task.parties.iter().copied().chain([task.dealer, aggregator]).filter(|&id| id != me).collect()
