@@ -4,6 +4,9 @@
 //!
 //! Per interactive op it deals, as additive shares to each party:
 //! - [`Op::Mul`]: Beaver triples (a, b, c = a·b), a, b uniform in Z_{2^128};
+//! - [`Op::MulGather`]: broadcast triples (α, β, c_i = α_{idx_i}·β_i);
+//! - [`Op::MaskOpen`]: a mask A uniform in Z_{2^128} and the per-group sums of A²;
+//! - [`Op::MatVec`]: b uniform and W = Aᵀb for the A of the [`Op::MaskOpen`] it refers to;
 //! - [`Op::Trunc`]: truncation pairs (r, ⌊r/2^f⌋), r uniform in [0, 2^127);
 //! - [`Op::CmpOpen`]: (r, ⌊r/2^l⌋, the l low bits of r), r uniform in [0, 2^127): an
 //!   edaBit-style mask whose bits are shared arithmetically, for the bitwise comparison.
@@ -31,6 +34,14 @@ pub enum OpMaterial {
         r: Vec<u128>,
         r_hi: Vec<u128>,
     },
+    Mask {
+        a: Vec<u128>,
+        sq: Vec<u128>,
+    },
+    MatVec {
+        b: Vec<u128>,
+        w: Vec<u128>,
+    },
     Cmp {
         r: Vec<u128>,
         r_hi: Vec<u128>,
@@ -54,6 +65,8 @@ impl PartyMaterial {
                 OpMaterial::None => 0,
                 OpMaterial::Triples { a, b, c } => a.len() + b.len() + c.len(),
                 OpMaterial::Trunc { r, r_hi } => r.len() + r_hi.len(),
+                OpMaterial::Mask { a, sq } => a.len() + sq.len(),
+                OpMaterial::MatVec { b, w } => b.len() + w.len(),
                 OpMaterial::Cmp { r, r_hi, bits } => r.len() + r_hi.len() + bits.len(),
             })
             .sum()
@@ -75,12 +88,26 @@ fn deal(vals: &[u128], parties: usize, rng: &mut impl Rng) -> Vec<Vec<u128>> {
     out
 }
 
+/// Shares of the triples (xa, xb, xc), one [`OpMaterial::Triples`] per party.
+fn triples(
+    xa: &[u128],
+    xb: &[u128],
+    xc: &[u128],
+    parties: usize,
+    rng: &mut impl Rng,
+) -> Vec<OpMaterial> {
+    let (sa, sb, sc) = (deal(xa, parties, rng), deal(xb, parties, rng), deal(xc, parties, rng));
+    sa.into_iter().zip(sb).zip(sc).map(|((a, b), c)| OpMaterial::Triples { a, b, c }).collect()
+}
+
 /// Deals the material for `prog` to its `prog.parties` parties.
 pub fn deal_program(prog: &Program, rng: &mut impl Rng) -> Vec<PartyMaterial> {
     let parties = prog.parties;
     let mut out: Vec<PartyMaterial> = (0..parties)
         .map(|party| PartyMaterial { party, ops: Vec::with_capacity(prog.ops.len()) })
         .collect();
+    // The masks of the MaskOpen ops, by the register their shares go to (for MatVec's W).
+    let mut masks: std::collections::HashMap<usize, Vec<u128>> = Default::default();
     for op in &prog.ops {
         let per_party: Vec<OpMaterial> = match op {
             Op::Mul { a, .. } => {
@@ -88,13 +115,38 @@ pub fn deal_program(prog: &Program, rng: &mut impl Rng) -> Vec<PartyMaterial> {
                 let xa: Vec<u128> = (0..n).map(|_| random(rng)).collect();
                 let xb: Vec<u128> = (0..n).map(|_| random(rng)).collect();
                 let xc: Vec<u128> = xa.iter().zip(&xb).map(|(x, y)| x.wrapping_mul(*y)).collect();
-                let (sa, sb, sc) =
-                    (deal(&xa, parties, rng), deal(&xb, parties, rng), deal(&xc, parties, rng));
-                sa.into_iter()
-                    .zip(sb)
-                    .zip(sc)
-                    .map(|((a, b), c)| OpMaterial::Triples { a, b, c })
-                    .collect()
+                triples(&xa, &xb, &xc, parties, rng)
+            }
+            Op::MulGather { a, b, idx, .. } => {
+                let xa: Vec<u128> = (0..prog.lens[*a]).map(|_| random(rng)).collect();
+                let xb: Vec<u128> = (0..prog.lens[*b]).map(|_| random(rng)).collect();
+                let xc: Vec<u128> =
+                    idx.iter().zip(&xb).map(|(&i, y)| xa[i as usize].wrapping_mul(*y)).collect();
+                triples(&xa, &xb, &xc, parties, rng)
+            }
+            Op::MaskOpen { a, src, group, .. } => {
+                let xa: Vec<u128> = (0..prog.lens[*src]).map(|_| random(rng)).collect();
+                let sq: Vec<u128> = xa
+                    .chunks(*group)
+                    .map(|c| c.iter().fold(0u128, |s, x| s.wrapping_add(x.wrapping_mul(*x))))
+                    .collect();
+                let (sa, ss) = (deal(&xa, parties, rng), deal(&sq, parties, rng));
+                masks.insert(*a, xa);
+                sa.into_iter().zip(ss).map(|(a, sq)| OpMaterial::Mask { a, sq }).collect()
+            }
+            Op::MatVec { f, a, .. } => {
+                let xa = masks.get(a).expect("a MatVec after its MaskOpen");
+                let n = prog.lens[*f];
+                let cols = xa.len() / n;
+                let xb: Vec<u128> = (0..n).map(|_| random(rng)).collect();
+                let mut w = vec![0u128; cols];
+                for (row, &b) in xa.chunks(cols).zip(&xb) {
+                    for (s, x) in w.iter_mut().zip(row) {
+                        *s = s.wrapping_add(x.wrapping_mul(b));
+                    }
+                }
+                let (sb, sw) = (deal(&xb, parties, rng), deal(&w, parties, rng));
+                sb.into_iter().zip(sw).map(|(b, w)| OpMaterial::MatVec { b, w }).collect()
             }
             Op::Trunc { src, .. } => {
                 let r: Vec<u128> = (0..prog.lens[*src]).map(|_| below_mask(rng)).collect();

@@ -26,11 +26,18 @@ pub(crate) struct Machine {
     pub regs: Vec<Vec<u128>>,
     /// Party 0 adds public constants.
     pub leader: bool,
+    /// The plaintext simulation: registers hold values, not shares.
+    pub solo: bool,
 }
 
 impl Machine {
     pub fn new(prog: &Program, leader: bool) -> Self {
-        Self { regs: vec![Vec::new(); prog.lens.len()], leader }
+        Self { regs: vec![Vec::new(); prog.lens.len()], leader, solo: false }
+    }
+
+    /// The plaintext simulation's machine ([`crate::mpc::fixed`]).
+    pub fn solo(prog: &Program) -> Self {
+        Self { regs: vec![Vec::new(); prog.lens.len()], leader: true, solo: true }
     }
 
     fn lead(&self, v: u128) -> u128 {
@@ -108,12 +115,28 @@ impl Machine {
                     .collect();
                 (*dst, v)
             }
+            Op::TruncLocal { dst, src } => {
+                let v = if self.solo {
+                    r[*src].iter().map(|&x| ((x as i128) >> FRAC_BITS) as u128).collect()
+                } else if self.leader {
+                    r[*src].iter().map(|&x| x >> FRAC_BITS).collect()
+                } else {
+                    r[*src]
+                        .iter()
+                        .map(|&x| (x.wrapping_neg() >> FRAC_BITS).wrapping_neg())
+                        .collect()
+                };
+                (*dst, v)
+            }
             Op::AddNoise { dst, src, variance } => {
                 let z = noise(r[*src].len(), *variance)?;
                 (*dst, r[*src].iter().zip(z).map(|(x, z)| x.wrapping_add(z as u128)).collect())
             }
             Op::Input { .. }
             | Op::Mul { .. }
+            | Op::MulGather { .. }
+            | Op::MaskOpen { .. }
+            | Op::MatVec { .. }
             | Op::Trunc { .. }
             | Op::CmpOpen { .. }
             | Op::Open { .. } => {
@@ -136,6 +159,29 @@ impl Machine {
                 let d = r[*a].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(ta, i)));
                 let e = r[*b].iter().enumerate().map(|(i, y)| y.wrapping_sub(at(tb, i)));
                 d.chain(e).collect()
+            }
+            (Op::MulGather { a, b, .. }, m) => {
+                let (ta, tb) = match m {
+                    OpMaterial::Triples { a, b, .. } => (&a[..], &b[..]),
+                    _ => (&[][..], &[][..]),
+                };
+                let d = r[*a].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(ta, i)));
+                let e = r[*b].iter().enumerate().map(|(i, y)| y.wrapping_sub(at(tb, i)));
+                d.chain(e).collect()
+            }
+            (Op::MaskOpen { src, .. }, m) => {
+                let ma = match m {
+                    OpMaterial::Mask { a, .. } => &a[..],
+                    _ => &[][..],
+                };
+                r[*src].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(ma, i))).collect()
+            }
+            (Op::MatVec { f, .. }, m) => {
+                let mb = match m {
+                    OpMaterial::MatVec { b, .. } => &b[..],
+                    _ => &[][..],
+                };
+                r[*f].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(mb, i))).collect()
             }
             (Op::Trunc { src, .. }, m) => self.masked(*src, TRUNC_BITS, mask(m)),
             (Op::CmpOpen { src, bits, .. }, m) => self.masked(*src, *bits, mask(m)),
@@ -172,6 +218,69 @@ impl Machine {
                             .wrapping_add(self.lead(d[i].wrapping_mul(e[i])))
                     })
                     .collect();
+                self.regs[*dst] = v;
+                None
+            }
+            Op::MulGather { dst, a, idx, .. } => {
+                let (d, e) = opened.split_at(self.regs[*a].len());
+                let (ta, tb, tc) = match mat {
+                    OpMaterial::Triples { a, b, c } => (&a[..], &b[..], &c[..]),
+                    _ => (&[][..], &[][..], &[][..]),
+                };
+                let v = idx
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| {
+                        let x = x as usize;
+                        at(tc, i)
+                            .wrapping_add(d[x].wrapping_mul(at(tb, i)))
+                            .wrapping_add(e[i].wrapping_mul(at(ta, x)))
+                            .wrapping_add(self.lead(d[x].wrapping_mul(e[i])))
+                    })
+                    .collect();
+                self.regs[*dst] = v;
+                None
+            }
+            Op::MaskOpen { e, a, sq, group, .. } => {
+                let (ma, ms) = match mat {
+                    OpMaterial::Mask { a, sq } => (a.clone(), &sq[..]),
+                    _ => (vec![0u128; opened.len()], &[][..]),
+                };
+                let v = opened
+                    .chunks(*group)
+                    .zip(ma.chunks(*group))
+                    .enumerate()
+                    .map(|(n, (en, an))| {
+                        let (mut ee, mut ea) = (0u128, 0u128);
+                        for (x, y) in en.iter().zip(an) {
+                            ee = ee.wrapping_add(x.wrapping_mul(*x));
+                            ea = ea.wrapping_add(x.wrapping_mul(*y));
+                        }
+                        self.lead(ee).wrapping_add(ea.wrapping_mul(2)).wrapping_add(at(ms, n))
+                    })
+                    .collect();
+                self.regs[*sq] = v;
+                self.regs[*e] = opened.to_vec();
+                self.regs[*a] = ma;
+                None
+            }
+            Op::MatVec { dst, f, e, a } => {
+                let mw = match mat {
+                    OpMaterial::MatVec { w, .. } => &w[..],
+                    _ => &[][..],
+                };
+                let n = opened.len();
+                let cols = self.regs[*e].len() / n;
+                let mut v: Vec<u128> = (0..cols).map(|j| at(mw, j)).collect();
+                let (fs, es, as_) = (&self.regs[*f], &self.regs[*e], &self.regs[*a]);
+                for (row, ((&fi, &di), (er, ar))) in
+                    fs.iter().zip(opened).zip(es.chunks(cols).zip(as_.chunks(cols))).enumerate()
+                {
+                    debug_assert!(row < n);
+                    for ((s, &x), &y) in v.iter_mut().zip(er).zip(ar) {
+                        *s = s.wrapping_add(fi.wrapping_mul(x)).wrapping_add(di.wrapping_mul(y));
+                    }
+                }
                 self.regs[*dst] = v;
                 None
             }
