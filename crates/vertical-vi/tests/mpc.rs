@@ -276,6 +276,25 @@ fn circuit_matches(widths: &[usize], seed: u64) {
     );
 }
 
+/// Per-example clip factors across the inverse square root's whole range (‖g‖/C from below 1 to
+/// about 2^10): every start level of the comparison is used.
+#[test]
+fn clip_over_every_level_matches_plain() {
+    let (k, batch) = (5, 40);
+    let (pi, parties) = random_locals(&[3, 4], k, batch, 21);
+    let norms = example_norms(&pi, &parties);
+    let top = norms.iter().copied().fold(0.0, f64::max);
+    for clip in [top * 2.0, top / 3.0, top / 40.0, top / 300.0, top / 1500.0] {
+        let cfg = GradientConfig::new(pi.clone(), clip, 0.0);
+        let plain = clipped_sum_plain(&pi, &parties, clip);
+        let fixed = fixed_clipped_sum(&parties, &cfg, &mut derive(1, "f")).unwrap();
+        let (mpc, _) = mpc_clipped_sum(&parties, &cfg, Seed::Fixed(3)).unwrap();
+        let (mf, fp) = (max_rel(&mpc, &fixed), max_rel(&fixed, &plain));
+        assert!(mf < 2f64.powi(-20), "C = {clip}: mpc vs fixed {mf:e}");
+        assert!(fp < 1e-6, "C = {clip}: fixed vs plain {fp:e}");
+    }
+}
+
 #[test]
 fn circuit_two_parties_matches_fixed_and_plain() {
     circuit_matches(&[3, 4], 10);

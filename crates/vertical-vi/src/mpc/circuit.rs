@@ -30,8 +30,8 @@ use crate::mpc::program::{Builder, Program};
 use crate::mpc::ring::{FRAC_BITS, decode, encode, encode_all};
 use crate::mpc::run::{RunReport, run_in_process};
 
-/// The comparisons of the clip read u at f − CMP_SHIFT = 20 fractional bits (44-bit comparisons
-/// instead of 56).
+/// The clip's comparison [u ≥ 1] reads u at f − CMP_SHIFT = 20 fractional bits (a 44-bit
+/// comparison instead of 56).
 const CMP_SHIFT: u32 = 12;
 
 /// The public sizes of one batch.
@@ -181,16 +181,36 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
     let uu = bl.mul_const(ss, scale);
     let uu = bl.trunc(uu);
     let (hu, u20) = (bl.slice(uu, 0, b), bl.slice(uu, b, b));
-    // t_nj = [u_n ≥ 4^j], j = 0..=m (t_n0: the clip is active), compared at 2^−20: the MPC's
+    // t_nj = [u_n ≥ 4^j], j = 0..=m. t_n0 (the clip is active) is compared at 2^−20: the MPC's
     // truncation may add one unit, so t_0 can differ from fixed mode's for u ∈ [1 − 2^−20, 1),
-    // where the factor below differs from 1 by at most 2^−21
+    // where the factor below differs from 1 by at most 2^−21. t_nj for j ≥ 1 only pick the
+    // inverse square root's start, so they compare u at 2^−2 (26-bit instead of 44-bit
+    // comparisons): one unit too many moves the start by a factor 2 only for u ∈ [4^j − 1/4,
+    // 4^j), where |1 − u y₀²| ≤ 0.625 and the 5 iterations still reach 10^−8.
     let cmp_frac = FRAC_BITS - CMP_SHIFT;
-    let u_rep = bl.gather(u20, (0..b * (m + 1)).map(|i| (i / (m + 1)) as u32).collect());
-    let pow: Vec<u128> =
-        (0..b).flat_map(|_| (0..=m).map(|j| (1u128 << (2 * j)) << cmp_frac)).collect();
+    // u20·2^14 / 2^32 = u·4
+    let u4 = bl.mul_const(u20, vec![1u128 << (CMP_SHIFT + 2)]);
+    let u4 = bl.trunc(u4);
+    let u4_rep = bl.gather(u4, (0..b * m).map(|i| (i / m) as u32).collect());
+    let pow: Vec<u128> = std::iter::repeat_n(1u128 << cmp_frac, b)
+        .chain((0..b).flat_map(|_| (1..=m).map(|j| (1u128 << (2 * j)) << 2)))
+        .collect();
     let pow = bl.constant(pow);
-    let x = bl.sub(u_rep, pow);
-    let t = bl.geq_zero(x, cmp_frac + 2 * (m as u32 + 1) + 2);
+    let both = bl.concat(&[u20, u4_rep]);
+    let x = bl.sub(both, pow);
+    let top = 2 * (m as u32 + 1) + 2;
+    let widths: Vec<u32> =
+        std::iter::repeat_n(cmp_frac + top, b).chain(std::iter::repeat_n(2 + top, b * m)).collect();
+    let t = bl.geq_zero_mixed(x, widths);
+    // element-major, m + 1 per example, as rsqrt wants
+    let t = bl.gather(
+        t,
+        (0..b)
+            .flat_map(|n| {
+                std::iter::once(n as u32).chain((0..m).map(move |j| (b + n * m + j) as u32))
+            })
+            .collect(),
+    );
     let y = bl.rsqrt(hu, t, m);
     // factor = 1 + t_0·(y − 1) = min(1, C/‖g‖)
     let t0 = bl.gather(t, (0..b).map(|n| (n * (m + 1)) as u32).collect());

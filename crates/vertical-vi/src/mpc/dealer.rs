@@ -155,11 +155,14 @@ pub fn deal_program(prog: &Program, rng: &mut impl Rng) -> Vec<PartyMaterial> {
                 sr.into_iter().zip(sh).map(|(r, r_hi)| OpMaterial::Trunc { r, r_hi }).collect()
             }
             Op::CmpOpen { src, bits, .. } => {
-                let l = *bits as usize;
+                let l = |i: usize| if bits.len() == 1 { bits[0] } else { bits[i] };
                 let r: Vec<u128> = (0..prog.lens[*src]).map(|_| below_mask(rng)).collect();
-                let hi: Vec<u128> = r.iter().map(|r| r >> bits).collect();
-                let b: Vec<u128> =
-                    r.iter().flat_map(|r| (0..l).map(move |j| (r >> j) & 1)).collect();
+                let hi: Vec<u128> = r.iter().enumerate().map(|(i, r)| r >> l(i)).collect();
+                let b: Vec<u128> = r
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, r)| (0..l(i)).map(move |j| (r >> j) & 1))
+                    .collect();
                 let (sr, sh, sb) =
                     (deal(&r, parties, rng), deal(&hi, parties, rng), deal(&b, parties, rng));
                 sr.into_iter()

@@ -20,6 +20,10 @@ fn bcast(c: &[u128], i: usize) -> u128 {
     if c.len() == 1 { c[0] } else { c[i] }
 }
 
+fn bcast32(c: &[u32], i: usize) -> u32 {
+    if c.len() == 1 { c[0] } else { c[i] }
+}
+
 /// One party's registers.
 #[derive(Clone, Debug)]
 pub(crate) struct Machine {
@@ -97,19 +101,21 @@ impl Machine {
                 (*dst, v)
             }
             Op::CmpFinish { dst, base, abits, t, bits } => {
-                let l = *bits as usize;
                 let (a, t) = (&r[*abits], &r[*t]);
+                let mut off = 0;
                 let v = r[*base]
                     .iter()
                     .enumerate()
                     .map(|(i, &b)| {
+                        let l = bcast32(bits, i) as usize;
                         let mut lt = 0u128;
                         for j in 0..l {
-                            if a[i * l + j] == 0 {
-                                let next = if j + 1 < l { t[i * l + j + 1] } else { self.lead(1) };
-                                lt = lt.wrapping_add(next.wrapping_sub(t[i * l + j]));
+                            if a[off + j] == 0 {
+                                let next = if j + 1 < l { t[off + j + 1] } else { self.lead(1) };
+                                lt = lt.wrapping_add(next.wrapping_sub(t[off + j]));
                             }
                         }
+                        off += l;
                         b.wrapping_sub(lt)
                     })
                     .collect();
@@ -184,7 +190,16 @@ impl Machine {
                 r[*f].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(mb, i))).collect()
             }
             (Op::Trunc { src, .. }, m) => self.masked(*src, TRUNC_BITS, mask(m)),
-            (Op::CmpOpen { src, bits, .. }, m) => self.masked(*src, *bits, mask(m)),
+            (Op::CmpOpen { src, bits, .. }, m) => {
+                let r = mask(m);
+                self.regs[*src]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| {
+                        x.wrapping_add(self.lead(1u128 << bcast32(bits, i))).wrapping_add(at(r, i))
+                    })
+                    .collect()
+            }
             (Op::Open { src }, _) => r[*src].clone(),
             _ => unreachable!("not an interactive op: {op:?}"),
         }
@@ -301,20 +316,21 @@ impl Machine {
                 None
             }
             Op::CmpOpen { e, base, abits, bits, .. } => {
-                let l = *bits as usize;
                 let (r_hi, rb) = match mat {
                     OpMaterial::Cmp { r_hi, bits, .. } => (&r_hi[..], &bits[..]),
                     _ => (&[][..], &[][..]),
                 };
                 let n = opened.len();
-                let mut ev = Vec::with_capacity(n * l);
-                let mut av = Vec::with_capacity(n * l);
+                let total: usize = (0..n).map(|i| bcast32(bits, i) as usize).sum();
+                let mut ev = Vec::with_capacity(total);
+                let mut av = Vec::with_capacity(total);
                 let mut bv = Vec::with_capacity(n);
                 for (i, &c) in opened.iter().enumerate() {
-                    bv.push(self.lead(c >> bits).wrapping_sub(at(r_hi, i)));
+                    let l = bcast32(bits, i);
+                    bv.push(self.lead(c >> l).wrapping_sub(at(r_hi, i)));
                     for j in 0..l {
                         let a = (c >> j) & 1;
-                        let rj = at(rb, i * l + j);
+                        let rj = at(rb, av.len());
                         av.push(a);
                         ev.push(if a == 1 { rj } else { self.lead(1).wrapping_sub(rj) });
                     }

@@ -30,15 +30,19 @@ pub fn run_fixed(
     let parties = prog.parties;
     for (pc, op) in prog.ops.iter().enumerate() {
         let checked = match op {
-            Op::Trunc { src, .. } | Op::TruncLocal { src, .. } => Some((*src, TRUNC_BITS)),
-            Op::CmpOpen { src, bits, .. } => Some((*src, *bits)),
+            Op::Trunc { src, .. } | Op::TruncLocal { src, .. } => Some((*src, &[TRUNC_BITS][..])),
+            Op::CmpOpen { src, bits, .. } => Some((*src, &bits[..])),
             _ => None,
         };
-        if let Some((src, bits)) = checked
-            && let Some(index) =
-                machine.regs[src].iter().position(|&x| (x as i128).unsigned_abs() >= 1u128 << bits)
-        {
-            return Err(MpcError::Overflow { op: pc, index, bits });
+        if let Some((src, bits)) = checked {
+            let width = |i: usize| if bits.len() == 1 { bits[0] } else { bits[i] };
+            if let Some(index) = machine.regs[src]
+                .iter()
+                .enumerate()
+                .position(|(i, &x)| (x as i128).unsigned_abs() >= 1u128 << width(i))
+            {
+                return Err(MpcError::Overflow { op: pc, index, bits: width(index) });
+            }
         }
         match op {
             Op::Input { dst, owner, len } => {

@@ -14,17 +14,19 @@ noisy clipped batch sum G̃ opened (spec D11, D12).
 - [`noise`]: the exact discrete Gaussian.
 
 Cost (measured on CPS1988, release, in process, P = 2, K = 20, B = 100, D = 799, `cargo run
---release -p capelab-vertical-vi --example vvi_mpc_step`): 54 rounds, about 11 MB of openings
-and 16 MB of dealer material per party, 0.09–0.11 s per step on a loaded 2-core machine (before:
-102 rounds, 21 MB + 33 MB, 0.25 s). What made the difference:
+--release -p capelab-vertical-vi --example vvi_mpc_step`): 54 rounds, about 7.9 MB of openings
+and 10.5 MB of dealer material per party, about 0.05 s per step (before: 102 rounds, 21 MB +
+33 MB, 0.25 s on the same machine). What made the difference:
 - with two parties, truncation is local ([`program::Op::TruncLocal`], SecureML), no round;
 - r_nk·dlog_nkj opens r_nk once per (n, k) ([`program::Op::MulGather`], a broadcast triple);
 - the per-example vector g is opened once, masked by a dealer A ([`program::Op::MaskOpen`]):
   ‖g_n‖² and Σ_n f_n g_n (a matrix–vector Beaver product, [`program::Op::MatVec`], which opens
   only the B factors) both come from E = g − A, instead of two B×D products;
-- the clip's comparisons read u at 20 fractional bits (44-bit comparisons instead of 56).
-The 11 comparisons per example ([u ≥ 4^j] for the clip and the inverse square root's start)
-remain most of the traffic.
+- the clip's comparisons: [u ≥ 1] reads u at 20 fractional bits (44 bits instead of 56), and
+  the 10 that only pick the inverse square root's start read u at 2 (26 bits), all in the same
+  rounds ([`program::Builder::geq_zero_mixed`]).
+
+The comparisons remain most of the traffic.
 */
 
 pub mod circuit;

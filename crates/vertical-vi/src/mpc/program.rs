@@ -143,16 +143,17 @@ pub enum Op {
         dst: Reg,
         src: Reg,
     },
-    /// Interactive: first half of the comparison [src ≥ 0] for |src| < 2^bits: opens
-    /// c = src + 2^bits + r (r dealt with its low `bits` bits shared), and sets, per element,
-    /// `abits` (public: the low bits a_j of c), `e` (shares of 1 − (a_j ⊕ r_j)) and `base`
-    /// (shares of ⌊c/2^bits⌋ − ⌊r/2^bits⌋). Layout of `e`/`abits`: element-major, bit j at i·bits+j.
+    /// Interactive: first half of the comparison [src_i ≥ 0] for |src_i| < 2^{l_i}, l_i =
+    /// `bits[i]` (one width per element, or one for all): opens c = src + 2^l + r (r dealt with
+    /// its low l bits shared), and sets, per element, `abits` (public: the low bits a_j of c),
+    /// `e` (shares of 1 − (a_j ⊕ r_j)) and `base` (shares of ⌊c/2^l⌋ − ⌊r/2^l⌋). Layout of
+    /// `e`/`abits`: element-major, bit j of element i at (l_0 + … + l_{i−1}) + j.
     CmpOpen {
         e: Reg,
         base: Reg,
         abits: Reg,
         src: Reg,
-        bits: u32,
+        bits: Vec<u32>,
     },
     /// Local end of the comparison: with t the inclusive suffix products T_j = Π_{i≥j} e_i,
     /// [src ≥ 0] = base − Σ_{j: a_j = 0} (T_{j+1} − T_j) (T_bits = 1).
@@ -161,7 +162,7 @@ pub enum Op {
         base: Reg,
         abits: Reg,
         t: Reg,
-        bits: u32,
+        bits: Vec<u32>,
     },
     /// Each party adds its own discrete Gaussian share N_Z(0, variance) (ring units).
     AddNoise {
@@ -425,23 +426,35 @@ impl Builder {
     /// the e_j); about bits·⌈log₂ bits⌉ ring products per element. All values are integers, so
     /// nothing is truncated.
     pub fn geq_zero(&mut self, x: Reg, bits: u32) -> Reg {
-        assert!((2..=120).contains(&bits));
         let n = self.len(x);
-        let l = bits as usize;
-        let e = self.reg(n * l);
+        self.geq_zero_mixed(x, vec![bits; n])
+    }
+
+    /// [`Builder::geq_zero`] with one width per element (|x_i| < 2^{bits_i}), all in the same
+    /// rounds: an element costs products for its own width only.
+    pub fn geq_zero_mixed(&mut self, x: Reg, bits: Vec<u32>) -> Reg {
+        let n = self.len(x);
+        assert_eq!(bits.len(), n);
+        assert!(bits.iter().all(|b| (2..=120).contains(b)));
+        let total: usize = bits.iter().map(|&b| b as usize).sum();
+        let top = bits.iter().copied().max().unwrap_or(2) as usize;
+        let e = self.reg(total);
         let base = self.reg(n);
-        let abits = self.reg(n * l);
-        self.prog.ops.push(Op::CmpOpen { e, base, abits, src: x, bits });
+        let abits = self.reg(total);
+        self.prog.ops.push(Op::CmpOpen { e, base, abits, src: x, bits: bits.clone() });
         let mut t = e;
         let mut s = 1;
-        while s < l {
-            let mut lo = Vec::with_capacity(n * (l - s));
-            let mut hi = Vec::with_capacity(n * (l - s));
-            for i in 0..n {
-                for j in 0..l - s {
-                    lo.push((i * l + j) as u32);
-                    hi.push((i * l + j + s) as u32);
+        while s < top {
+            let mut lo = Vec::new();
+            let mut hi = Vec::new();
+            let mut off = 0;
+            for &l in &bits {
+                let l = l as usize;
+                for j in 0..l.saturating_sub(s) {
+                    lo.push((off + j) as u32);
+                    hi.push((off + j + s) as u32);
                 }
+                off += l;
             }
             let a = self.gather(t, lo.clone());
             let b = self.gather(t, hi);
