@@ -47,7 +47,8 @@ enum State {
 pub struct MpcParty {
     index: usize,
     prog: Arc<Program>,
-    material: PartyMaterial,
+    /// The dealt material, expanded from the seed, one entry per op.
+    material: Vec<OpMaterial>,
     machine: Machine,
     rng: CapeRng,
     inputs: Vec<Vec<u128>>,
@@ -78,6 +79,7 @@ impl MpcParty {
                 what: format!("dealer material is not party {index}'s for this program"),
             });
         }
+        let material = material.expand(&prog)?;
         let want: Vec<usize> = prog
             .ops
             .iter()
@@ -231,8 +233,8 @@ impl MpcParty {
                 }
             }
             let op = &self.prog.ops[self.pc];
-            let out = self.machine.finish(op, &self.material.ops[self.pc], &opened);
-            self.material.ops[self.pc] = OpMaterial::None; // used once
+            let out = self.machine.finish(op, &self.material[self.pc], &opened);
+            self.material[self.pc] = OpMaterial::None; // used once
             self.pc += 1;
             if let Some(out) = out {
                 self.state = State::Done;
@@ -248,7 +250,7 @@ impl MpcParty {
         while self.pc < prog.ops.len() {
             let op = &prog.ops[self.pc];
             if op.interactive() {
-                self.own = self.machine.prepare(op, &self.material.ops[self.pc]);
+                self.own = self.machine.prepare(op, &self.material[self.pc]);
                 self.round += 1;
                 let per = vec![self.own.clone(); prog.parties];
                 return Ok(Step::Send(self.addressed(per)));
