@@ -13,6 +13,7 @@ use capelab_vertical_vi::model::generate::adult_like;
 use capelab_vertical_vi::model::{Sampling, TrainConfig, train};
 use capelab_vertical_vi::mpc::GradientConfig;
 use capelab_vertical_vi::mpc::circuit::{fixed_clipped_sum, mpc_clipped_sum};
+use capelab_vertical_vi::mpc::noise::{party_variance, sample_vec};
 
 fn main() {
     let steps: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(20);
@@ -56,6 +57,13 @@ fn main() {
         m
     };
     train(&schema, &blocks, &cfg, &mut engine, &mut |_| {});
+    let var = party_variance(1.0, 2.042, 2);
+    let mut nrng = derive(4, "noise");
+    let t = Instant::now();
+    for _ in 0..20 {
+        sample_vec(1000, var, &mut nrng).expect("noise");
+    }
+    let noise_us = t.elapsed().as_secs_f64() / 20_000.0 * 1e6;
     let med = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         (v[v.len() / 2], v[0])
@@ -66,7 +74,8 @@ fn main() {
     println!(
         "{name}: P = 2, K = 20, B = 100, D = {d}, {steps} steps: mpc {:.1} ms median ({:.1} min), \
          fixed {:.1} ms ({:.1}); {rounds} rounds; bytes sent per party {bytes:?}; dealer values per \
-         party {dealt:?} (= {:?} bytes); max |mpc − fixed|/‖fixed‖ = {worst:.2e}",
+         party {dealt:?} (= {:?} bytes); max |mpc − fixed|/‖fixed‖ = {worst:.2e}; one party's \
+         noise (σ = 2.042, C = 1) {noise_us:.2} µs per value",
         tm * 1e3,
         tmin * 1e3,
         fm * 1e3,
