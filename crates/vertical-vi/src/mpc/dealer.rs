@@ -67,9 +67,10 @@ pub enum OpMaterial {
     },
 }
 
-impl OpMaterial {
-    fn fields(&self) -> Vec<&Vec<u128>> {
-        match self {
+/// The vectors of an [`OpMaterial`], in declaration order (by reference or mutable reference).
+macro_rules! material_fields {
+    ($m:expr) => {
+        match $m {
             OpMaterial::None => vec![],
             OpMaterial::Triples { a, b, c } => vec![a, b, c],
             OpMaterial::Trunc { r, r_hi } => vec![r, r_hi],
@@ -77,17 +78,16 @@ impl OpMaterial {
             OpMaterial::MatVec { b, w } => vec![b, w],
             OpMaterial::Cmp { r, r_hi, bits } => vec![r, r_hi, bits],
         }
+    };
+}
+
+impl OpMaterial {
+    fn fields(&self) -> Vec<&Vec<u128>> {
+        material_fields!(self)
     }
 
     fn fields_mut(&mut self) -> Vec<&mut Vec<u128>> {
-        match self {
-            OpMaterial::None => vec![],
-            OpMaterial::Triples { a, b, c } => vec![a, b, c],
-            OpMaterial::Trunc { r, r_hi } => vec![r, r_hi],
-            OpMaterial::Mask { a, sq } => vec![a, sq],
-            OpMaterial::MatVec { b, w } => vec![b, w],
-            OpMaterial::Cmp { r, r_hi, bits } => vec![r, r_hi, bits],
-        }
+        material_fields!(self)
     }
 }
 

@@ -157,16 +157,7 @@ impl Machine {
     pub fn prepare(&self, op: &Op, mat: &OpMaterial) -> Vec<u128> {
         let r = &self.regs;
         match (op, mat) {
-            (Op::Mul { a, b, .. }, m) => {
-                let (ta, tb) = match m {
-                    OpMaterial::Triples { a, b, .. } => (&a[..], &b[..]),
-                    _ => (&[][..], &[][..]),
-                };
-                let d = r[*a].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(ta, i)));
-                let e = r[*b].iter().enumerate().map(|(i, y)| y.wrapping_sub(at(tb, i)));
-                d.chain(e).collect()
-            }
-            (Op::MulGather { a, b, .. }, m) => {
+            (Op::Mul { a, b, .. } | Op::MulGather { a, b, .. }, m) => {
                 let (ta, tb) = match m {
                     OpMaterial::Triples { a, b, .. } => (&a[..], &b[..]),
                     _ => (&[][..], &[][..]),
