@@ -398,6 +398,38 @@ fn tiny_parties() -> (Arc<Program>, Vec<MpcParty>) {
     (prog, parties)
 }
 
+/// The dealer sends party 0 a seed only and party 1 a seed plus the derived values; material of
+/// the wrong shape or for another party is refused.
+#[test]
+fn seeded_dealer_material_is_small_and_checked() {
+    let (pi, parties) = random_locals(&[3, 4], 5, 20, 31);
+    let cfg = GradientConfig::new(pi, 2.5, 0.0);
+    let prog = Arc::new(gradient_program(&Shape::of(&parties).unwrap(), &cfg).unwrap());
+    let mat = deal_program(&prog, &mut derive(2, "dealer"));
+    assert_eq!(mat[0].values(), 2, "party 0: the seed");
+    let mults: usize = prog
+        .ops
+        .iter()
+        .map(|o| match o {
+            capelab_vertical_vi::mpc::program::Op::Mul { a, .. } => prog.lens[*a],
+            capelab_vertical_vi::mpc::program::Op::MulGather { b, .. } => prog.lens[*b],
+            _ => 0,
+        })
+        .sum();
+    assert!(mat[1].values() > mults, "party 1: at least every product's c");
+    let inputs: Vec<Vec<Vec<u128>>> = parties.iter().map(|p| party_inputs(p).unwrap()).collect();
+    let make =
+        |i: usize, m| MpcParty::new(i, Arc::clone(&prog), m, inputs[i].clone(), derive(1, "p"));
+    // party 1's material given to party 0, and a truncated field
+    assert!(matches!(make(0, mat[1].clone()), Err(MpcError::BadInput { .. })));
+    let mut short = mat[1].clone();
+    let at = short.ops.iter().position(|m| *m != Default::default()).unwrap();
+    short.ops[at] = Default::default();
+    let e = make(1, short).unwrap_err().to_string();
+    assert!(e.contains("dealer material"), "{e}");
+    assert!(make(0, mat[0].clone()).is_ok() && make(1, mat[1].clone()).is_ok());
+}
+
 #[test]
 fn malformed_messages_are_refused_by_name() {
     let (_, mut ps) = tiny_parties();
