@@ -111,6 +111,11 @@ fn the_study_reproduces_in_process_training_with_the_mpc_engine() {
         bytes as f64 / 1e6,
         elapsed
     );
+    let mut by_kind = std::collections::BTreeMap::<String, usize>::new();
+    for e in s.seen() {
+        *by_kind.entry(e.kind.clone()).or_default() += e.payload.len();
+    }
+    eprintln!("study: bytes by kind {by_kind:?}");
     assert!(after < before - 0.1, "test NLL {before} → {after}");
     // one ledger entry per party: the run, recorded before step 1
     for p in &mut s.parties {

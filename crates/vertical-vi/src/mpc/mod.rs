@@ -14,7 +14,7 @@ noisy clipped batch sum G̃ opened (spec D11, D12).
 - [`noise`]: the exact discrete Gaussian.
 
 Cost (measured on CPS1988, release, in process, P = 2, K = 20, B = 100, D = 799, `cargo run
---release -p capelab-vertical-vi --example vvi_mpc_step`): 54 rounds, about 7.9 MB of openings
+--release -p capelab-vertical-vi --example vvi_mpc_step`): 54 rounds, 6.7 MB of openings
 per party, dealer material 32 bytes (a seed) to party 0 and 3.8 MB to party 1, about 0.05 s per
 step without noise (before: 102 rounds, 21 MB of openings and 33 MB of dealer material per
 party, 0.25 s on the same machine). What made the difference:
@@ -27,7 +27,8 @@ party, 0.25 s on the same machine). What made the difference:
   the 10 that only pick the inverse square root's start read u at 2 (26 bits), all in the same
   rounds ([`program::Builder::geq_zero_mixed`]);
 - seeded dealer material ([`dealer`]): uniform shares expanded from a per-party ChaCha20 seed,
-  only derived values sent, to one party.
+  only derived values sent, to one party; and inputs shared the same way (round 0 sends a seed,
+  [`party`]).
 
 The comparisons remain most of the traffic.
 */
