@@ -276,6 +276,25 @@ fn circuit_matches(widths: &[usize], seed: u64) {
     );
 }
 
+/// Per-example clip factors across the inverse square root's whole range (‖g‖/C from below 1 to
+/// about 2^10): every start level of the comparison is used.
+#[test]
+fn clip_over_every_level_matches_plain() {
+    let (k, batch) = (5, 40);
+    let (pi, parties) = random_locals(&[3, 4], k, batch, 21);
+    let norms = example_norms(&pi, &parties);
+    let top = norms.iter().copied().fold(0.0, f64::max);
+    for clip in [top * 2.0, top / 3.0, top / 40.0, top / 300.0, top / 1500.0] {
+        let cfg = GradientConfig::new(pi.clone(), clip, 0.0);
+        let plain = clipped_sum_plain(&pi, &parties, clip);
+        let fixed = fixed_clipped_sum(&parties, &cfg, &mut derive(1, "f")).unwrap();
+        let (mpc, _) = mpc_clipped_sum(&parties, &cfg, Seed::Fixed(3)).unwrap();
+        let (mf, fp) = (max_rel(&mpc, &fixed), max_rel(&fixed, &plain));
+        assert!(mf < 2f64.powi(-20), "C = {clip}: mpc vs fixed {mf:e}");
+        assert!(fp < 1e-6, "C = {clip}: fixed vs plain {fp:e}");
+    }
+}
+
 #[test]
 fn circuit_two_parties_matches_fixed_and_plain() {
     circuit_matches(&[3, 4], 10);
@@ -379,6 +398,38 @@ fn tiny_parties() -> (Arc<Program>, Vec<MpcParty>) {
     (prog, parties)
 }
 
+/// The dealer sends party 0 a seed only and party 1 a seed plus the derived values; material of
+/// the wrong shape or for another party is refused.
+#[test]
+fn seeded_dealer_material_is_small_and_checked() {
+    let (pi, parties) = random_locals(&[3, 4], 5, 20, 31);
+    let cfg = GradientConfig::new(pi, 2.5, 0.0);
+    let prog = Arc::new(gradient_program(&Shape::of(&parties).unwrap(), &cfg).unwrap());
+    let mat = deal_program(&prog, &mut derive(2, "dealer"));
+    assert_eq!(mat[0].values(), 2, "party 0: the seed");
+    let mults: usize = prog
+        .ops
+        .iter()
+        .map(|o| match o {
+            capelab_vertical_vi::mpc::program::Op::Mul { a, .. } => prog.lens[*a],
+            capelab_vertical_vi::mpc::program::Op::MulGather { b, .. } => prog.lens[*b],
+            _ => 0,
+        })
+        .sum();
+    assert!(mat[1].values() > mults, "party 1: at least every product's c");
+    let inputs: Vec<Vec<Vec<u128>>> = parties.iter().map(|p| party_inputs(p).unwrap()).collect();
+    let make =
+        |i: usize, m| MpcParty::new(i, Arc::clone(&prog), m, inputs[i].clone(), derive(1, "p"));
+    // party 1's material given to party 0, and a truncated field
+    assert!(matches!(make(0, mat[1].clone()), Err(MpcError::BadInput { .. })));
+    let mut short = mat[1].clone();
+    let at = short.ops.iter().position(|m| *m != Default::default()).unwrap();
+    short.ops[at] = Default::default();
+    let e = make(1, short).unwrap_err().to_string();
+    assert!(e.contains("dealer material"), "{e}");
+    assert!(make(0, mat[0].clone()).is_ok() && make(1, mat[1].clone()).is_ok());
+}
+
 #[test]
 fn malformed_messages_are_refused_by_name() {
     let (_, mut ps) = tiny_parties();
@@ -402,7 +453,7 @@ fn malformed_messages_are_refused_by_name() {
     assert_eq!(p0.receive(with(&|m| m.to = 1)), Err(MpcError::WrongRecipient { to: 1, me: 0 }));
     assert_eq!(
         p0.receive(with(&|m| m.values.pop().map(drop).unwrap())),
-        Err(MpcError::WrongLength { from: 1, expected: 3, got: 2 })
+        Err(MpcError::WrongLength { from: 1, expected: 2, got: 1 }) // round 0: a seed
     );
     assert_eq!(
         p0.receive(vec![good.clone(), good.clone()]),

@@ -4,7 +4,6 @@
 use std::collections::HashSet;
 
 use capelab_core::accountant::{Budget, Ledger};
-use capelab_core::codec;
 use capelab_core::driver::Machine;
 use capelab_core::link::{LinkKeyPair, open};
 use capelab_core::rng::{Seed, derive};
@@ -17,7 +16,7 @@ use capelab_vertical_vi::schema::{Cell, PartyBlock, Schema};
 use capelab_vertical_vi::study::seal::{Purpose, aad, nonce};
 use capelab_vertical_vi::study::sim::StudySim;
 use capelab_vertical_vi::study::{
-    BatchSampling, Body, Status, VviMessage, VviTask, kind, step_seed,
+    BatchSampling, Body, Status, VviMessage, VviTask, kind, ring_bytes, step_seed,
 };
 use capelab_vertical_vi::table::select_rows;
 
@@ -111,6 +110,11 @@ fn the_study_reproduces_in_process_training_with_the_mpc_engine() {
         bytes as f64 / 1e6,
         elapsed
     );
+    let mut by_kind = std::collections::BTreeMap::<String, usize>::new();
+    for e in s.seen() {
+        *by_kind.entry(e.kind.clone()).or_default() += e.payload.len();
+    }
+    eprintln!("study: bytes by kind {by_kind:?}");
     assert!(after < before - 0.1, "test NLL {before} → {after}");
     // one ledger entry per party: the run, recorded before step 1
     for p in &mut s.parties {
@@ -133,7 +137,8 @@ fn an_eavesdropping_relay_reads_nothing_of_the_mpc() {
     let study = s.aggregator.machine.study();
     let agg = s.aggregator.transport.inner.id();
 
-    // high-entropy plaintext values (random shares, masked openings) as postcard writes them
+    // high-entropy plaintext values (random shares, masked openings) as the parties encode them
+    // (16 bytes little-endian, `ring_bytes`)
     let mut plain = HashSet::new();
     let mut sent_rounds = 0;
     for p in &s.parties {
@@ -141,8 +146,7 @@ fn an_eavesdropping_relay_reads_nothing_of_the_mpc() {
             sent_rounds += 1;
             for &v in &m.values {
                 if v >> 112 != 0 {
-                    let enc = codec::encode(&v);
-                    plain.insert(enc[..16].to_vec());
+                    plain.insert(v.to_le_bytes().to_vec());
                 }
             }
         }
@@ -162,7 +166,7 @@ fn an_eavesdropping_relay_reads_nothing_of_the_mpc() {
     assert_eq!(rounds, sent_rounds, "every MPC message and share went through the relay sealed");
     // the check is not vacuous: the same scan finds the shares in the plaintext encodings
     let m = &s.parties[0].machine.transcript()[5];
-    let enc = codec::encode(&m.values);
+    let enc = ring_bytes(&m.values);
     assert!(enc.windows(16).any(|w| plain.contains(w)));
 
     // the relay's own key agreement with the public keys it routed does not open anything

@@ -5,6 +5,7 @@
 - `cape bench djica`: capePCA + capeDJICA end to end ([`djica`]).
 - `cape bench pld`: the PLD accountant on a DP-SGD-sized run ([`pld`]).
 - `cape bench paillier`: Paillier-2048 and EFPSN's Phase 1 ([`paillier`]).
+- `cape bench vertical-vi`: one DP-VI step of seed 004, `mpc` and `fixed` modes ([`vertical_vi`]).
 */
 
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ pub mod djica;
 pub mod paillier;
 pub mod pld;
 pub mod secagg;
+pub mod vertical_vi;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum BenchCommand {
@@ -28,6 +30,10 @@ pub enum BenchCommand {
     /// Paillier-2048 key generation, encryption, decryption and EFPSN's Phase 1 (5 agents on a
     /// ring); optionally merged with the browser's and python-phe's figures for the ratios.
     Paillier(paillier::PaillierBenchArgs),
+    /// DP-VI on vertically partitioned data (seed 004): one step's noisy clipped sum by the MPC
+    /// and by plaintext fixed point at P = 2, K = 20, B = 100 (time per step, rounds, bytes per
+    /// party, mpc-vs-fixed agreement).
+    VerticalVi(vertical_vi::VerticalViBenchArgs),
 }
 
 pub fn run(command: BenchCommand) -> ExitCode {
@@ -36,5 +42,6 @@ pub fn run(command: BenchCommand) -> ExitCode {
         BenchCommand::Djica(args) => djica::run(args),
         BenchCommand::Pld(args) => pld::run(args),
         BenchCommand::Paillier(args) => paillier::run(args),
+        BenchCommand::VerticalVi(args) => vertical_vi::run(args),
     }
 }

@@ -30,6 +30,10 @@ use crate::mpc::program::{Builder, Program};
 use crate::mpc::ring::{FRAC_BITS, decode, encode, encode_all};
 use crate::mpc::run::{RunReport, run_in_process};
 
+/// The clip's comparison [u ≥ 1] reads u at f − CMP_SHIFT = 20 fractional bits (a 44-bit
+/// comparison instead of 56).
+const CMP_SHIFT: u32 = 12;
+
 /// The public sizes of one batch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shape {
@@ -134,15 +138,15 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
     let gp = bl.fmul(mat, inv_rep);
     let pgp = bl.mul_const(gp, pi_tiled);
     let pgp = bl.trunc(pgp);
-    // GR^p_nkj = (π_k GP_nk) · dlog^p_nkj, all parties in one product layer
-    let pairs: Vec<(usize, usize)> = (0..parties)
-        .map(|p| {
-            let w = widths[p];
-            let rep = bl.gather(pgp, (0..b * k * w).map(|i| (i / w) as u32).collect());
-            (rep, inputs[p].1)
-        })
-        .collect();
-    let gr = bl.fmul_many(&pairs);
+    // GR^p_nkj = (π_k GP_nk) · dlog^p_nkj, all parties in one product layer; r = π_k GP_nk is
+    // opened once per (n, k), not once per j (a broadcast triple)
+    let dlogs: Vec<usize> = inputs.iter().map(|i| i.1).collect();
+    let dlog = bl.concat(&dlogs);
+    let rep: Vec<u32> =
+        widths.iter().flat_map(|&w| (0..b * k * w).map(move |i| (i / w) as u32)).collect();
+    let gr = bl.mul_gather(pgp, dlog, rep);
+    let gr = bl.trunc(gr);
+    let gr = bl.split(gr, &dlogs);
     // GY_nk = r_nk − π_k for k < K − 1
     let head = k - 1;
     let gy = bl.gather(pgp, (0..b * head).map(|i| ((i / head) * k + i % head) as u32).collect());
@@ -163,33 +167,59 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
         }
     }
     let g = bl.gather(all, idx);
-    // u = ‖g‖²/C², hu = u/2
-    let sq = bl.mul(g, g);
-    let s = bl.sum_groups(sq, d);
-    let s = bl.trunc(s);
+    // g is opened once, masked: E = g − A (uniform A from the dealer). ‖g_n‖² and, below,
+    // Σ_n f_n g_n are computed from E and shares of A (spec D12: E reveals nothing of g).
+    let (e, a, sq) = bl.mask_open(g, d);
+    // u = ‖g‖²/C², hu = u/2, and u at 20 fractional bits for the comparisons
+    let s = bl.trunc(sq);
     let ss = bl.concat(&[s, s]);
     let c2 = 1.0 / (cfg.clip * cfg.clip);
-    let scale: Vec<u128> =
-        [encode(c2)?, encode(0.5 * c2)?].iter().flat_map(|&v| std::iter::repeat_n(v, b)).collect();
+    let scale: Vec<u128> = [encode(0.5 * c2)?, encode(c2 / (1u64 << CMP_SHIFT) as f64)?]
+        .iter()
+        .flat_map(|&v| std::iter::repeat_n(v, b))
+        .collect();
     let uu = bl.mul_const(ss, scale);
     let uu = bl.trunc(uu);
-    let (u, hu) = (bl.slice(uu, 0, b), bl.slice(uu, b, b));
-    // t_nj = [u_n ≥ 4^j], j = 0..=m (t_n0: the clip is active)
-    let u_rep = bl.gather(u, (0..b * (m + 1)).map(|i| (i / (m + 1)) as u32).collect());
-    let pow: Vec<u128> =
-        (0..b).flat_map(|_| (0..=m).map(|j| (1u128 << (2 * j)) << FRAC_BITS)).collect();
+    let (hu, u20) = (bl.slice(uu, 0, b), bl.slice(uu, b, b));
+    // t_nj = [u_n ≥ 4^j], j = 0..=m. t_n0 (the clip is active) is compared at 2^−20: the MPC's
+    // truncation may add one unit, so t_0 can differ from fixed mode's for u ∈ [1 − 2^−20, 1),
+    // where the factor below differs from 1 by at most 2^−21. t_nj for j ≥ 1 only pick the
+    // inverse square root's start, so they compare u at 2^−2 (26-bit instead of 44-bit
+    // comparisons): one unit too many moves the start by a factor 2 only for u ∈ [4^j − 1/4,
+    // 4^j), where |1 − u y₀²| ≤ 0.625 and the 5 iterations still reach 10^−8.
+    let cmp_frac = FRAC_BITS - CMP_SHIFT;
+    // u20·2^14 / 2^32 = u·4
+    let u4 = bl.mul_const(u20, vec![1u128 << (CMP_SHIFT + 2)]);
+    let u4 = bl.trunc(u4);
+    let u4_rep = bl.gather(u4, (0..b * m).map(|i| (i / m) as u32).collect());
+    let pow: Vec<u128> = std::iter::repeat_n(1u128 << cmp_frac, b)
+        .chain((0..b).flat_map(|_| (1..=m).map(|j| (1u128 << (2 * j)) << 2)))
+        .collect();
     let pow = bl.constant(pow);
-    let x = bl.sub(u_rep, pow);
-    let t = bl.geq_zero(x, FRAC_BITS + 2 * (m as u32 + 1) + 2);
+    let both = bl.concat(&[u20, u4_rep]);
+    let x = bl.sub(both, pow);
+    let top = 2 * (m as u32 + 1) + 2;
+    let widths: Vec<u32> =
+        std::iter::repeat_n(cmp_frac + top, b).chain(std::iter::repeat_n(2 + top, b * m)).collect();
+    let t = bl.geq_zero_mixed(x, widths);
+    // element-major, m + 1 per example, as rsqrt wants
+    let t = bl.gather(
+        t,
+        (0..b)
+            .flat_map(|n| {
+                std::iter::once(n as u32).chain((0..m).map(move |j| (b + n * m + j) as u32))
+            })
+            .collect(),
+    );
     let y = bl.rsqrt(hu, t, m);
     // factor = 1 + t_0·(y − 1) = min(1, C/‖g‖)
     let t0 = bl.gather(t, (0..b).map(|n| (n * (m + 1)) as u32).collect());
     let ym1 = bl.add_const(y, vec![encode(1.0)?.wrapping_neg()]);
     let f = bl.mul(t0, ym1);
     let f = bl.add_const(f, vec![encode(1.0)?]);
-    let f_rep = bl.gather(f, (0..b * d).map(|i| (i / d) as u32).collect());
-    let gs = bl.fmul(g, f_rep);
-    let mut sum = bl.column_sum(gs, d);
+    // Σ_n f_n g_n: one opening of f − b (B values), then the D sums truncated
+    let gs = bl.mat_vec(f, e, a);
+    let mut sum = bl.trunc(gs);
     if cfg.sigma > 0.0 {
         sum = bl.add_noise(sum, party_variance(cfg.clip, cfg.sigma, parties));
     }

@@ -4,59 +4,193 @@
 //!
 //! Per interactive op it deals, as additive shares to each party:
 //! - [`Op::Mul`]: Beaver triples (a, b, c = a·b), a, b uniform in Z_{2^128};
+//! - [`Op::MulGather`]: broadcast triples (α, β, c_i = α_{idx_i}·β_i);
+//! - [`Op::MaskOpen`]: a mask A uniform in Z_{2^128} and the per-group sums of A²;
+//! - [`Op::MatVec`]: b uniform and W = Aᵀb for the A of the [`Op::MaskOpen`] it refers to;
 //! - [`Op::Trunc`]: truncation pairs (r, ⌊r/2^f⌋), r uniform in [0, 2^127);
 //! - [`Op::CmpOpen`]: (r, ⌊r/2^l⌋, the l low bits of r), r uniform in [0, 2^127): an
 //!   edaBit-style mask whose bits are shared arithmetically, for the bitwise comparison.
 //!
-//! All of it comes from the dealer's CSPRNG ([`capelab_core::rng::CapeRng`]).
+//! **Seeded material** (the trusted-dealer PRG trick of CrypTen's TTP provider): the dealer draws
+//! a 32-byte ChaCha20 seed per party ([`PartyMaterial::seed`]) and every value that is a *uniform*
+//! share is expanded from it by that party ([`PartyMaterial::expand`]), in program order. Party
+//! P − 1's shares of the uniformly random values themselves (triple factors a, b, masks A, the
+//! b of [`Op::MatVec`]) come from its seed too; only its shares of *derived* values (c = a·b,
+//! Σ A², Aᵀb, and the bounded masks r with ⌊r/2^l⌋ and the bits of r) are sent explicitly, as
+//! the true value minus the other parties' seeded shares. So parties 0..P − 2 receive a seed and
+//! nothing else, party P − 1 a seed and the derived values. Security assumption: ChaCha20 is a
+//! PRG (every seeded share is computationally, instead of perfectly, uniform); each seed is
+//! known to the dealer and its party only (it travels sealed to that party, like the material).
+//!
+//! The dealer's own draws (the seeds, the bounded masks r) come from its CSPRNG
+//! ([`capelab_core::rng::CapeRng`]).
 
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
+use capelab_core::rng::CapeRng;
+use rand_core::SeedableRng;
+
+use crate::mpc::MpcError;
 use crate::mpc::program::{MASK_BITS, Op, Program};
-use crate::mpc::ring::{FRAC_BITS, random, share_unchecked};
+use crate::mpc::ring::{FRAC_BITS, random};
 
 /// One party's correlated randomness for one op (empty for local ops). In the plaintext
-/// simulation every op has [`OpMaterial::None`], which the interpreter reads as zeros.
+/// simulation every op has [`OpMaterial::None`], which the interpreter reads as zeros. What the
+/// dealer sends holds only the explicit values (fields expanded from the seed are empty);
+/// [`PartyMaterial::expand`] fills in the rest.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub enum OpMaterial {
     #[default]
     None,
     Triples {
+        #[serde(with = "ring_vec")]
         a: Vec<u128>,
+        #[serde(with = "ring_vec")]
         b: Vec<u128>,
+        #[serde(with = "ring_vec")]
         c: Vec<u128>,
     },
     Trunc {
+        #[serde(with = "ring_vec")]
         r: Vec<u128>,
+        #[serde(with = "ring_vec")]
         r_hi: Vec<u128>,
     },
+    Mask {
+        #[serde(with = "ring_vec")]
+        a: Vec<u128>,
+        #[serde(with = "ring_vec")]
+        sq: Vec<u128>,
+    },
+    MatVec {
+        #[serde(with = "ring_vec")]
+        b: Vec<u128>,
+        #[serde(with = "ring_vec")]
+        w: Vec<u128>,
+    },
     Cmp {
+        #[serde(with = "ring_vec")]
         r: Vec<u128>,
+        #[serde(with = "ring_vec")]
         r_hi: Vec<u128>,
+        #[serde(with = "ring_vec")]
         bits: Vec<u128>,
     },
 }
 
-/// Everything one party receives from the dealer, indexed like the program's ops.
+/// Ring values on the wire as one byte string of 16-byte little-endian words (a varint would
+/// spend about 19 bytes on each uniformly random value).
+mod ring_vec {
+    use serde::{Deserializer, Serializer, de};
+
+    pub fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        s.serialize_bytes(&bytes)
+    }
+
+    struct Words;
+
+    impl<'de> de::Visitor<'de> for Words {
+        type Value = Vec<u128>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("ring values as 16-byte little-endian words")
+        }
+
+        fn visit_bytes<E: de::Error>(self, b: &[u8]) -> Result<Vec<u128>, E> {
+            if !b.len().is_multiple_of(16) {
+                return Err(E::invalid_length(b.len(), &self));
+            }
+            Ok(b.chunks_exact(16)
+                .map(|c| u128::from_le_bytes(c.try_into().expect("16 bytes")))
+                .collect())
+        }
+
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u128>, A::Error> {
+            let mut b = Vec::new();
+            while let Some(x) = seq.next_element::<u8>()? {
+                b.push(x);
+            }
+            self.visit_bytes(&b)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
+        d.deserialize_bytes(Words)
+    }
+}
+
+/// The vectors of an [`OpMaterial`], in declaration order (by reference or mutable reference).
+macro_rules! material_fields {
+    ($m:expr) => {
+        match $m {
+            OpMaterial::None => vec![],
+            OpMaterial::Triples { a, b, c } => vec![a, b, c],
+            OpMaterial::Trunc { r, r_hi } => vec![r, r_hi],
+            OpMaterial::Mask { a, sq } => vec![a, sq],
+            OpMaterial::MatVec { b, w } => vec![b, w],
+            OpMaterial::Cmp { r, r_hi, bits } => vec![r, r_hi, bits],
+        }
+    };
+}
+
+impl OpMaterial {
+    fn fields(&self) -> Vec<&Vec<u128>> {
+        material_fields!(self)
+    }
+
+    fn fields_mut(&mut self) -> Vec<&mut Vec<u128>> {
+        material_fields!(self)
+    }
+}
+
+/// Everything one party receives from the dealer, indexed like the program's ops: its seed and
+/// its explicit (derived) values.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PartyMaterial {
     pub party: usize,
+    /// The ChaCha20 seed this party expands its uniform shares from.
+    pub seed: [u8; 32],
     pub ops: Vec<OpMaterial>,
 }
 
 impl PartyMaterial {
-    /// How many ring elements this is (for the cost report).
+    /// How many ring elements this is as sent (the seed counts as 2), for the cost report.
     pub fn values(&self) -> usize {
-        self.ops
-            .iter()
-            .map(|m| match m {
-                OpMaterial::None => 0,
-                OpMaterial::Triples { a, b, c } => a.len() + b.len() + c.len(),
-                OpMaterial::Trunc { r, r_hi } => r.len() + r_hi.len(),
-                OpMaterial::Cmp { r, r_hi, bits } => r.len() + r_hi.len() + bits.len(),
-            })
-            .sum()
+        2 + self.ops.iter().flat_map(|m| m.fields()).map(Vec::len).sum::<usize>()
+    }
+
+    /// The full material for `prog`: the seeded shares, with the explicit values in the fields
+    /// the seed does not give. Refuses material of the wrong shape.
+    pub fn expand(self, prog: &Program) -> Result<Vec<OpMaterial>, MpcError> {
+        let bad = || MpcError::BadInput {
+            what: format!("dealer material is not party {}'s for this program", self.party),
+        };
+        if self.ops.len() != prog.ops.len() || self.party >= prog.parties {
+            return Err(bad());
+        }
+        let last = self.party + 1 == prog.parties;
+        let mut rng = CapeRng::from_seed(self.seed);
+        let mut out = Vec::with_capacity(prog.ops.len());
+        for (op, sent) in prog.ops.iter().zip(&self.ops) {
+            let mut m = seeded(op, prog, last, &mut rng);
+            let want = derived_lens(op, prog, last);
+            let got: Vec<usize> = sent.fields().iter().map(|f| f.len()).collect();
+            if got.len() != want.len() && !(got.is_empty() && want.iter().all(|&n| n == 0)) {
+                return Err(bad());
+            }
+            if !got.is_empty() && got != want {
+                return Err(bad());
+            }
+            for (field, value) in m.fields_mut().into_iter().zip(sent.fields()) {
+                if field.is_empty() {
+                    field.clone_from(value);
+                }
+            }
+            out.push(m);
+        }
+        Ok(out)
     }
 }
 
@@ -64,62 +198,168 @@ fn below_mask(rng: &mut impl Rng) -> u128 {
     random(rng) >> (128 - MASK_BITS)
 }
 
-/// Shares `vals` among P parties: out[p][i] is party p's share of vals[i].
-fn deal(vals: &[u128], parties: usize, rng: &mut impl Rng) -> Vec<Vec<u128>> {
-    let mut out = vec![Vec::with_capacity(vals.len()); parties];
-    for &v in vals {
-        for (p, s) in share_unchecked(v, parties, rng).into_iter().enumerate() {
-            out[p].push(s);
+fn draw(n: usize, rng: &mut impl Rng) -> Vec<u128> {
+    (0..n).map(|_| random(rng)).collect()
+}
+
+/// The bit widths of a comparison, one per element.
+fn cmp_widths(bits: &[u32], n: usize) -> Vec<u32> {
+    (0..n).map(|i| if bits.len() == 1 { bits[0] } else { bits[i] }).collect()
+}
+
+/// The lengths of each field of `op`'s material.
+fn field_lens(op: &Op, prog: &Program) -> Vec<usize> {
+    let len = |r: &usize| prog.lens[*r];
+    match op {
+        Op::Mul { a, .. } => vec![len(a); 3],
+        Op::MulGather { a, b, .. } => vec![len(a), len(b), len(b)],
+        Op::MaskOpen { src, group, .. } => vec![len(src), len(src) / group],
+        Op::MatVec { f, e, .. } => vec![len(f), len(e) / len(f)],
+        Op::Trunc { src, .. } => vec![len(src); 2],
+        Op::CmpOpen { src, bits, .. } => {
+            let n = len(src);
+            vec![n, n, cmp_widths(bits, n).iter().map(|&b| b as usize).sum()]
+        }
+        _ => vec![],
+    }
+}
+
+/// Which fields of `op`'s material are uniform values (seeded for every party).
+fn uniform_fields(op: &Op) -> &'static [bool] {
+    match op {
+        Op::Mul { .. } | Op::MulGather { .. } => &[true, true, false],
+        Op::MaskOpen { .. } | Op::MatVec { .. } => &[true, false],
+        Op::Trunc { .. } => &[false, false],
+        Op::CmpOpen { .. } => &[false, false, false],
+        _ => &[],
+    }
+}
+
+/// The lengths of the fields the dealer sends explicitly (0 for seeded ones).
+fn derived_lens(op: &Op, prog: &Program, last: bool) -> Vec<usize> {
+    field_lens(op, prog)
+        .into_iter()
+        .zip(uniform_fields(op))
+        .map(|(n, &u)| if last && !u { n } else { 0 })
+        .collect()
+}
+
+/// The part of a party's material for `op` that its seed gives (in a fixed order): every field,
+/// or, for the last party, the uniform fields only (the others left empty).
+fn seeded(op: &Op, prog: &Program, last: bool, rng: &mut impl Rng) -> OpMaterial {
+    let lens = field_lens(op, prog);
+    let mut f: Vec<Vec<u128>> = lens
+        .iter()
+        .zip(uniform_fields(op))
+        .map(|(&n, &u)| if u || !last { draw(n, rng) } else { Vec::new() })
+        .collect();
+    let mut take = || f.remove(0);
+    match op {
+        Op::Mul { .. } | Op::MulGather { .. } => {
+            OpMaterial::Triples { a: take(), b: take(), c: take() }
+        }
+        Op::MaskOpen { .. } => OpMaterial::Mask { a: take(), sq: take() },
+        Op::MatVec { .. } => OpMaterial::MatVec { b: take(), w: take() },
+        Op::Trunc { .. } => OpMaterial::Trunc { r: take(), r_hi: take() },
+        Op::CmpOpen { .. } => OpMaterial::Cmp { r: take(), r_hi: take(), bits: take() },
+        _ => OpMaterial::None,
+    }
+}
+
+/// Σ_p of field `i` of every party's seeded material (the last party's derived fields are empty
+/// and count as 0): the value the seeds alone define.
+fn seeded_sum(ms: &[OpMaterial], i: usize, n: usize) -> Vec<u128> {
+    let mut s = vec![0u128; n];
+    for m in ms {
+        for (acc, v) in s.iter_mut().zip(m.fields()[i]) {
+            *acc = acc.wrapping_add(*v);
         }
     }
-    out
+    s
 }
 
 /// Deals the material for `prog` to its `prog.parties` parties.
 pub fn deal_program(prog: &Program, rng: &mut impl Rng) -> Vec<PartyMaterial> {
     let parties = prog.parties;
+    let last = parties - 1;
     let mut out: Vec<PartyMaterial> = (0..parties)
-        .map(|party| PartyMaterial { party, ops: Vec::with_capacity(prog.ops.len()) })
+        .map(|party| {
+            let mut seed = [0u8; 32];
+            rng.fill_bytes(&mut seed);
+            PartyMaterial { party, seed, ops: Vec::with_capacity(prog.ops.len()) }
+        })
         .collect();
+    let mut streams: Vec<CapeRng> = out.iter().map(|m| CapeRng::from_seed(m.seed)).collect();
+    // The masks of the MaskOpen ops, by the register their shares go to (for MatVec's W).
+    let mut masks: std::collections::HashMap<usize, Vec<u128>> = Default::default();
     for op in &prog.ops {
-        let per_party: Vec<OpMaterial> = match op {
-            Op::Mul { a, .. } => {
-                let n = prog.lens[*a];
-                let xa: Vec<u128> = (0..n).map(|_| random(rng)).collect();
-                let xb: Vec<u128> = (0..n).map(|_| random(rng)).collect();
-                let xc: Vec<u128> = xa.iter().zip(&xb).map(|(x, y)| x.wrapping_mul(*y)).collect();
-                let (sa, sb, sc) =
-                    (deal(&xa, parties, rng), deal(&xb, parties, rng), deal(&xc, parties, rng));
-                sa.into_iter()
-                    .zip(sb)
-                    .zip(sc)
-                    .map(|((a, b), c)| OpMaterial::Triples { a, b, c })
-                    .collect()
+        let ms: Vec<OpMaterial> =
+            streams.iter_mut().enumerate().map(|(p, r)| seeded(op, prog, p == last, r)).collect();
+        let lens = field_lens(op, prog);
+        let sum = |i: usize| seeded_sum(&ms, i, lens[i]);
+        // the true values of the derived fields, in field order (None for uniform fields)
+        let truth: Vec<Option<Vec<u128>>> = match op {
+            Op::Mul { .. } => {
+                let (a, b) = (sum(0), sum(1));
+                vec![None, None, Some(a.iter().zip(&b).map(|(x, y)| x.wrapping_mul(*y)).collect())]
             }
-            Op::Trunc { src, .. } => {
-                let r: Vec<u128> = (0..prog.lens[*src]).map(|_| below_mask(rng)).collect();
-                let hi: Vec<u128> = r.iter().map(|r| r >> FRAC_BITS).collect();
-                let (sr, sh) = (deal(&r, parties, rng), deal(&hi, parties, rng));
-                sr.into_iter().zip(sh).map(|(r, r_hi)| OpMaterial::Trunc { r, r_hi }).collect()
+            Op::MulGather { idx, .. } => {
+                let (a, b) = (sum(0), sum(1));
+                let c = idx.iter().zip(&b).map(|(&i, y)| a[i as usize].wrapping_mul(*y)).collect();
+                vec![None, None, Some(c)]
             }
-            Op::CmpOpen { src, bits, .. } => {
-                let l = *bits as usize;
-                let r: Vec<u128> = (0..prog.lens[*src]).map(|_| below_mask(rng)).collect();
-                let hi: Vec<u128> = r.iter().map(|r| r >> bits).collect();
-                let b: Vec<u128> =
-                    r.iter().flat_map(|r| (0..l).map(move |j| (r >> j) & 1)).collect();
-                let (sr, sh, sb) =
-                    (deal(&r, parties, rng), deal(&hi, parties, rng), deal(&b, parties, rng));
-                sr.into_iter()
-                    .zip(sh)
-                    .zip(sb)
-                    .map(|((r, r_hi), bits)| OpMaterial::Cmp { r, r_hi, bits })
-                    .collect()
+            Op::MaskOpen { a, group, .. } => {
+                let xa = sum(0);
+                let sq = xa
+                    .chunks(*group)
+                    .map(|c| c.iter().fold(0u128, |s, x| s.wrapping_add(x.wrapping_mul(*x))))
+                    .collect();
+                masks.insert(*a, xa);
+                vec![None, Some(sq)]
             }
-            _ => vec![OpMaterial::None; parties],
+            Op::MatVec { a, .. } => {
+                let xa = masks.get(a).expect("a MatVec after its MaskOpen");
+                let xb = sum(0);
+                let cols = lens[1];
+                let mut w = vec![0u128; cols];
+                for (row, &b) in xa.chunks(cols).zip(&xb) {
+                    for (s, x) in w.iter_mut().zip(row) {
+                        *s = s.wrapping_add(x.wrapping_mul(b));
+                    }
+                }
+                vec![None, Some(w)]
+            }
+            Op::Trunc { .. } => {
+                let r: Vec<u128> = (0..lens[0]).map(|_| below_mask(rng)).collect();
+                let hi = r.iter().map(|r| r >> FRAC_BITS).collect();
+                vec![Some(r), Some(hi)]
+            }
+            Op::CmpOpen { bits, .. } => {
+                let l = cmp_widths(bits, lens[0]);
+                let r: Vec<u128> = (0..lens[0]).map(|_| below_mask(rng)).collect();
+                let hi = r.iter().zip(&l).map(|(r, &l)| r >> l).collect();
+                let b = r
+                    .iter()
+                    .zip(&l)
+                    .flat_map(|(r, &l)| (0..l).map(move |j| (r >> j) & 1))
+                    .collect();
+                vec![Some(r), Some(hi), Some(b)]
+            }
+            _ => vec![],
         };
-        for (p, m) in per_party.into_iter().enumerate() {
-            out[p].ops.push(m);
+        // the last party's explicit share: truth − Σ of the others' seeded shares
+        let mut sent = ms[last].clone();
+        for (i, (field, t)) in sent.fields_mut().into_iter().zip(&truth).enumerate() {
+            match t {
+                None => field.clear(),
+                Some(t) => {
+                    let others = seeded_sum(&ms[..last], i, lens[i]);
+                    *field = t.iter().zip(&others).map(|(t, o)| t.wrapping_sub(*o)).collect();
+                }
+            }
+        }
+        for (p, m) in out.iter_mut().enumerate() {
+            m.ops.push(if p == last { sent.clone() } else { OpMaterial::None });
         }
     }
     out

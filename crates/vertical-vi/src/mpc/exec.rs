@@ -20,17 +20,28 @@ fn bcast(c: &[u128], i: usize) -> u128 {
     if c.len() == 1 { c[0] } else { c[i] }
 }
 
+fn bcast32(c: &[u32], i: usize) -> u32 {
+    if c.len() == 1 { c[0] } else { c[i] }
+}
+
 /// One party's registers.
 #[derive(Clone, Debug)]
 pub(crate) struct Machine {
     pub regs: Vec<Vec<u128>>,
     /// Party 0 adds public constants.
     pub leader: bool,
+    /// The plaintext simulation: registers hold values, not shares.
+    pub solo: bool,
 }
 
 impl Machine {
     pub fn new(prog: &Program, leader: bool) -> Self {
-        Self { regs: vec![Vec::new(); prog.lens.len()], leader }
+        Self { regs: vec![Vec::new(); prog.lens.len()], leader, solo: false }
+    }
+
+    /// The plaintext simulation's machine ([`crate::mpc::fixed`]).
+    pub fn solo(prog: &Program) -> Self {
+        Self { regs: vec![Vec::new(); prog.lens.len()], leader: true, solo: true }
     }
 
     fn lead(&self, v: u128) -> u128 {
@@ -90,22 +101,37 @@ impl Machine {
                 (*dst, v)
             }
             Op::CmpFinish { dst, base, abits, t, bits } => {
-                let l = *bits as usize;
                 let (a, t) = (&r[*abits], &r[*t]);
+                let mut off = 0;
                 let v = r[*base]
                     .iter()
                     .enumerate()
                     .map(|(i, &b)| {
+                        let l = bcast32(bits, i) as usize;
                         let mut lt = 0u128;
                         for j in 0..l {
-                            if a[i * l + j] == 0 {
-                                let next = if j + 1 < l { t[i * l + j + 1] } else { self.lead(1) };
-                                lt = lt.wrapping_add(next.wrapping_sub(t[i * l + j]));
+                            if a[off + j] == 0 {
+                                let next = if j + 1 < l { t[off + j + 1] } else { self.lead(1) };
+                                lt = lt.wrapping_add(next.wrapping_sub(t[off + j]));
                             }
                         }
+                        off += l;
                         b.wrapping_sub(lt)
                     })
                     .collect();
+                (*dst, v)
+            }
+            Op::TruncLocal { dst, src } => {
+                let v = if self.solo {
+                    r[*src].iter().map(|&x| ((x as i128) >> FRAC_BITS) as u128).collect()
+                } else if self.leader {
+                    r[*src].iter().map(|&x| x >> FRAC_BITS).collect()
+                } else {
+                    r[*src]
+                        .iter()
+                        .map(|&x| (x.wrapping_neg() >> FRAC_BITS).wrapping_neg())
+                        .collect()
+                };
                 (*dst, v)
             }
             Op::AddNoise { dst, src, variance } => {
@@ -114,6 +140,9 @@ impl Machine {
             }
             Op::Input { .. }
             | Op::Mul { .. }
+            | Op::MulGather { .. }
+            | Op::MaskOpen { .. }
+            | Op::MatVec { .. }
             | Op::Trunc { .. }
             | Op::CmpOpen { .. }
             | Op::Open { .. } => {
@@ -128,7 +157,7 @@ impl Machine {
     pub fn prepare(&self, op: &Op, mat: &OpMaterial) -> Vec<u128> {
         let r = &self.regs;
         match (op, mat) {
-            (Op::Mul { a, b, .. }, m) => {
+            (Op::Mul { a, b, .. } | Op::MulGather { a, b, .. }, m) => {
                 let (ta, tb) = match m {
                     OpMaterial::Triples { a, b, .. } => (&a[..], &b[..]),
                     _ => (&[][..], &[][..]),
@@ -137,8 +166,31 @@ impl Machine {
                 let e = r[*b].iter().enumerate().map(|(i, y)| y.wrapping_sub(at(tb, i)));
                 d.chain(e).collect()
             }
+            (Op::MaskOpen { src, .. }, m) => {
+                let ma = match m {
+                    OpMaterial::Mask { a, .. } => &a[..],
+                    _ => &[][..],
+                };
+                r[*src].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(ma, i))).collect()
+            }
+            (Op::MatVec { f, .. }, m) => {
+                let mb = match m {
+                    OpMaterial::MatVec { b, .. } => &b[..],
+                    _ => &[][..],
+                };
+                r[*f].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(mb, i))).collect()
+            }
             (Op::Trunc { src, .. }, m) => self.masked(*src, TRUNC_BITS, mask(m)),
-            (Op::CmpOpen { src, bits, .. }, m) => self.masked(*src, *bits, mask(m)),
+            (Op::CmpOpen { src, bits, .. }, m) => {
+                let r = mask(m);
+                self.regs[*src]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| {
+                        x.wrapping_add(self.lead(1u128 << bcast32(bits, i))).wrapping_add(at(r, i))
+                    })
+                    .collect()
+            }
             (Op::Open { src }, _) => r[*src].clone(),
             _ => unreachable!("not an interactive op: {op:?}"),
         }
@@ -175,6 +227,69 @@ impl Machine {
                 self.regs[*dst] = v;
                 None
             }
+            Op::MulGather { dst, a, idx, .. } => {
+                let (d, e) = opened.split_at(self.regs[*a].len());
+                let (ta, tb, tc) = match mat {
+                    OpMaterial::Triples { a, b, c } => (&a[..], &b[..], &c[..]),
+                    _ => (&[][..], &[][..], &[][..]),
+                };
+                let v = idx
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| {
+                        let x = x as usize;
+                        at(tc, i)
+                            .wrapping_add(d[x].wrapping_mul(at(tb, i)))
+                            .wrapping_add(e[i].wrapping_mul(at(ta, x)))
+                            .wrapping_add(self.lead(d[x].wrapping_mul(e[i])))
+                    })
+                    .collect();
+                self.regs[*dst] = v;
+                None
+            }
+            Op::MaskOpen { e, a, sq, group, .. } => {
+                let (ma, ms) = match mat {
+                    OpMaterial::Mask { a, sq } => (a.clone(), &sq[..]),
+                    _ => (vec![0u128; opened.len()], &[][..]),
+                };
+                let v = opened
+                    .chunks(*group)
+                    .zip(ma.chunks(*group))
+                    .enumerate()
+                    .map(|(n, (en, an))| {
+                        let (mut ee, mut ea) = (0u128, 0u128);
+                        for (x, y) in en.iter().zip(an) {
+                            ee = ee.wrapping_add(x.wrapping_mul(*x));
+                            ea = ea.wrapping_add(x.wrapping_mul(*y));
+                        }
+                        self.lead(ee).wrapping_add(ea.wrapping_mul(2)).wrapping_add(at(ms, n))
+                    })
+                    .collect();
+                self.regs[*sq] = v;
+                self.regs[*e] = opened.to_vec();
+                self.regs[*a] = ma;
+                None
+            }
+            Op::MatVec { dst, f, e, a } => {
+                let mw = match mat {
+                    OpMaterial::MatVec { w, .. } => &w[..],
+                    _ => &[][..],
+                };
+                let n = opened.len();
+                let cols = self.regs[*e].len() / n;
+                let mut v: Vec<u128> = (0..cols).map(|j| at(mw, j)).collect();
+                let (fs, es, as_) = (&self.regs[*f], &self.regs[*e], &self.regs[*a]);
+                for (row, ((&fi, &di), (er, ar))) in
+                    fs.iter().zip(opened).zip(es.chunks(cols).zip(as_.chunks(cols))).enumerate()
+                {
+                    debug_assert!(row < n);
+                    for ((s, &x), &y) in v.iter_mut().zip(er).zip(ar) {
+                        *s = s.wrapping_add(fi.wrapping_mul(x)).wrapping_add(di.wrapping_mul(y));
+                    }
+                }
+                self.regs[*dst] = v;
+                None
+            }
             Op::Trunc { dst, .. } => {
                 let r_hi = match mat {
                     OpMaterial::Trunc { r_hi, .. } => &r_hi[..],
@@ -192,20 +307,21 @@ impl Machine {
                 None
             }
             Op::CmpOpen { e, base, abits, bits, .. } => {
-                let l = *bits as usize;
                 let (r_hi, rb) = match mat {
                     OpMaterial::Cmp { r_hi, bits, .. } => (&r_hi[..], &bits[..]),
                     _ => (&[][..], &[][..]),
                 };
                 let n = opened.len();
-                let mut ev = Vec::with_capacity(n * l);
-                let mut av = Vec::with_capacity(n * l);
+                let total: usize = (0..n).map(|i| bcast32(bits, i) as usize).sum();
+                let mut ev = Vec::with_capacity(total);
+                let mut av = Vec::with_capacity(total);
                 let mut bv = Vec::with_capacity(n);
                 for (i, &c) in opened.iter().enumerate() {
-                    bv.push(self.lead(c >> bits).wrapping_sub(at(r_hi, i)));
+                    let l = bcast32(bits, i);
+                    bv.push(self.lead(c >> l).wrapping_sub(at(r_hi, i)));
                     for j in 0..l {
                         let a = (c >> j) & 1;
-                        let rj = at(rb, i * l + j);
+                        let rj = at(rb, av.len());
                         av.push(a);
                         ev.push(if a == 1 { rj } else { self.lead(1).wrapping_sub(rj) });
                     }

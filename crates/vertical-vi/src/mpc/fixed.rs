@@ -24,11 +24,26 @@ pub fn run_fixed(
             what: format!("{} input sets for {} parties", inputs.len(), prog.parties),
         });
     }
-    let mut machine = Machine::new(prog, true);
+    let mut machine = Machine::solo(prog);
     let mut own: Vec<_> = inputs.into_iter().map(|v| v.into_iter()).collect();
     let none = OpMaterial::None;
     let parties = prog.parties;
     for (pc, op) in prog.ops.iter().enumerate() {
+        let checked = match op {
+            Op::Trunc { src, .. } | Op::TruncLocal { src, .. } => Some((*src, &[TRUNC_BITS][..])),
+            Op::CmpOpen { src, bits, .. } => Some((*src, &bits[..])),
+            _ => None,
+        };
+        if let Some((src, bits)) = checked {
+            let width = |i: usize| if bits.len() == 1 { bits[0] } else { bits[i] };
+            if let Some(index) = machine.regs[src]
+                .iter()
+                .enumerate()
+                .position(|(i, &x)| (x as i128).unsigned_abs() >= 1u128 << width(i))
+            {
+                return Err(MpcError::Overflow { op: pc, index, bits: width(index) });
+            }
+        }
         match op {
             Op::Input { dst, owner, len } => {
                 let v = own[*owner].next().ok_or_else(|| MpcError::BadInput {
@@ -42,18 +57,6 @@ pub fn run_fixed(
                 machine.regs[*dst] = v;
             }
             op if op.interactive() => {
-                let bits = match op {
-                    Op::Trunc { .. } => Some(TRUNC_BITS),
-                    Op::CmpOpen { bits, .. } => Some(*bits),
-                    _ => None,
-                };
-                if let (Some(bits), Op::Trunc { src, .. } | Op::CmpOpen { src, .. }) = (bits, op)
-                    && let Some(index) = machine.regs[*src]
-                        .iter()
-                        .position(|&x| (x as i128).unsigned_abs() >= 1u128 << bits)
-                {
-                    return Err(MpcError::Overflow { op: pc, index, bits });
-                }
                 let opened = machine.prepare(op, &none);
                 if let Some(out) = machine.finish(op, &none, &opened) {
                     return Ok(out);

@@ -1,5 +1,9 @@
 //! One party of the MPC as a sans-IO state machine (spec B3 step 3): no sockets, no clocks, only
-//! messages in and messages out. Round 0 secret-shares the party's own inputs (point to point);
+//! messages in and messages out. Round 0 secret-shares the party's own inputs (point to point):
+//! party p sends each other party q a fresh 32-byte ChaCha20 seed, q's shares of all of p's
+//! inputs are that seed's stream, and p keeps its values minus the others' shares (a PRG
+//! assumption, as for the dealer's seeds: q's shares are computationally uniform; the seed
+//! travels sealed to q alone);
 //! every later round is one interactive op of the [`Program`], in which each party broadcasts its
 //! share of a masked value (Beaver d = x − a and e = y − b, a truncation or comparison opening
 //! x + 2^l + r) and finally of G̃. Nothing per-example is ever opened unmasked (spec D12).
@@ -15,7 +19,8 @@ use crate::mpc::dealer::{OpMaterial, PartyMaterial};
 use crate::mpc::exec::Machine;
 use crate::mpc::noise::sample_vec;
 use crate::mpc::program::{Op, Program};
-use crate::mpc::ring::share_unchecked;
+use crate::mpc::ring::random;
+use rand_core::{Rng, SeedableRng};
 
 /// One party's message to another in one round.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,12 +47,28 @@ enum State {
     Done,
 }
 
+/// A 32-byte seed as two ring values (little-endian), the form it travels in.
+fn seed_values(seed: &[u8; 32]) -> [u128; 2] {
+    let lo = u128::from_le_bytes(seed[..16].try_into().expect("16 bytes"));
+    let hi = u128::from_le_bytes(seed[16..].try_into().expect("16 bytes"));
+    [lo, hi]
+}
+
+/// The inverse of [`seed_values`] (the caller checked there are two values).
+fn values_seed(v: &[u128]) -> [u8; 32] {
+    let mut s = [0u8; 32];
+    s[..16].copy_from_slice(&v[0].to_le_bytes());
+    s[16..].copy_from_slice(&v[1].to_le_bytes());
+    s
+}
+
 /// A party's state for one run of a program.
 #[derive(Debug)]
 pub struct MpcParty {
     index: usize,
     prog: Arc<Program>,
-    material: PartyMaterial,
+    /// The dealt material, expanded from the seed, one entry per op.
+    material: Vec<OpMaterial>,
     machine: Machine,
     rng: CapeRng,
     inputs: Vec<Vec<u128>>,
@@ -78,6 +99,7 @@ impl MpcParty {
                 what: format!("dealer material is not party {index}'s for this program"),
             });
         }
+        let material = material.expand(&prog)?;
         let want: Vec<usize> = prog
             .ops
             .iter()
@@ -124,26 +146,36 @@ impl MpcParty {
             return Err(MpcError::OutOfOrder { what: "start called twice" });
         }
         let p = self.prog.parties;
-        let mut out: Vec<Vec<u128>> = vec![Vec::new(); p];
+        // one seed per other party; its shares of our inputs are that seed's stream
+        let mut seeds = vec![[0u8; 32]; p];
+        for (q, seed) in seeds.iter_mut().enumerate() {
+            if q != self.index {
+                self.rng.fill_bytes(seed);
+            }
+        }
+        let mut streams: Vec<CapeRng> = seeds.iter().map(|s| CapeRng::from_seed(*s)).collect();
         let mut mine = self.inputs.drain(..);
         for op in &self.prog.ops {
             if let Op::Input { dst, owner, .. } = op
                 && *owner == self.index
             {
                 let vals = mine.next().expect("checked in new");
-                let mut keep = Vec::with_capacity(vals.len());
-                for v in vals {
-                    for (q, s) in share_unchecked(v, p, &mut self.rng).into_iter().enumerate() {
-                        if q == self.index {
-                            keep.push(s);
-                        } else {
-                            out[q].push(s);
+                let keep = vals
+                    .into_iter()
+                    .map(|v| {
+                        let mut k = v;
+                        for (q, stream) in streams.iter_mut().enumerate() {
+                            if q != self.index {
+                                k = k.wrapping_sub(random(stream));
+                            }
                         }
-                    }
-                }
+                        k
+                    })
+                    .collect();
                 self.machine.regs[*dst] = keep;
             }
         }
+        let out: Vec<Vec<u128>> = seeds.iter().map(|s| seed_values(s).to_vec()).collect();
         drop(mine);
         self.state = State::Waiting;
         Ok(self.addressed(out))
@@ -161,12 +193,9 @@ impl MpcParty {
             .collect()
     }
 
-    fn expected_len(&self, from: usize) -> usize {
-        if self.round == 0 {
-            self.prog.input_len(from)
-        } else {
-            self.prog.opened_len(&self.prog.ops[self.pc])
-        }
+    /// Values per message this round: a seed (two ring values) in round 0.
+    fn expected_len(&self) -> usize {
+        if self.round == 0 { 2 } else { self.prog.opened_len(&self.prog.ops[self.pc]) }
     }
 
     /// Checks a round's messages: one from every other party, addressed here, for this round,
@@ -184,7 +213,7 @@ impl MpcParty {
             if m.round != self.round {
                 return Err(MpcError::WrongRound { expected: self.round, got: m.round });
             }
-            let want = self.expected_len(m.from);
+            let want = self.expected_len();
             if m.values.len() != want {
                 return Err(MpcError::WrongLength {
                     from: m.from,
@@ -212,15 +241,16 @@ impl MpcParty {
         }
         let by = self.validate(msgs)?;
         if self.round == 0 {
-            let mut cursor = vec![0usize; self.prog.parties];
+            let mut streams: Vec<Option<CapeRng>> = by
+                .iter()
+                .map(|m| m.as_ref().map(|m| CapeRng::from_seed(values_seed(&m.values))))
+                .collect();
             for op in &self.prog.ops {
                 if let Op::Input { dst, owner, len } = op
                     && *owner != self.index
                 {
-                    let m = by[*owner].as_ref().expect("validated");
-                    self.machine.regs[*dst] =
-                        m.values[cursor[*owner]..cursor[*owner] + len].to_vec();
-                    cursor[*owner] += len;
+                    let stream = streams[*owner].as_mut().expect("validated");
+                    self.machine.regs[*dst] = (0..*len).map(|_| random(stream)).collect();
                 }
             }
         } else {
@@ -231,8 +261,8 @@ impl MpcParty {
                 }
             }
             let op = &self.prog.ops[self.pc];
-            let out = self.machine.finish(op, &self.material.ops[self.pc], &opened);
-            self.material.ops[self.pc] = OpMaterial::None; // used once
+            let out = self.machine.finish(op, &self.material[self.pc], &opened);
+            self.material[self.pc] = OpMaterial::None; // used once
             self.pc += 1;
             if let Some(out) = out {
                 self.state = State::Done;
@@ -248,7 +278,7 @@ impl MpcParty {
         while self.pc < prog.ops.len() {
             let op = &prog.ops[self.pc];
             if op.interactive() {
-                self.own = self.machine.prepare(op, &self.material.ops[self.pc]);
+                self.own = self.machine.prepare(op, &self.material[self.pc]);
                 self.round += 1;
                 let per = vec![self.own.clone(); prog.parties];
                 return Ok(Step::Send(self.addressed(per)));

@@ -94,6 +94,48 @@ pub enum Op {
         a: Reg,
         b: Reg,
     },
+    /// Interactive: dst_i = a_{idx_i} · b_i (ring product, len(dst) = len(b)) by a *broadcast*
+    /// Beaver triple (α, β, c_i = α_{idx_i}·β_i): opens d = a − α (len(a) values, not len(b))
+    /// and e = b − β. For r_nk·dlog_nkj, where r_nk is repeated over j, this opens r once.
+    MulGather {
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        idx: Vec<u32>,
+    },
+    /// Interactive: opens E = src − A once, with a dealer mask A uniform in Z_2^128 (so E is
+    /// uniform and independent of src), and keeps E as a **public** register `e` (every party
+    /// holds all of E, not a share), the party's share of A in `a`, and in `sq`, per group of
+    /// `group` consecutive elements, shares of Σ_j src_j² = Σ_j (E_j² + 2E_j·A_j) + Σ_j A_j²
+    /// (ring products, not truncated; the dealer deals the group sums of A² as shares). A later
+    /// [`Op::MatVec`] reuses the same opening for the products of src by another shared value.
+    MaskOpen {
+        e: Reg,
+        a: Reg,
+        sq: Reg,
+        src: Reg,
+        group: usize,
+    },
+    /// Interactive: dst_j = Σ_n f_n·src_nj (ring products, not truncated) where src = E + A was
+    /// masked by [`Op::MaskOpen`] (`e` public, `a` shares) and f has one value per row n: a
+    /// matrix–vector Beaver product opening only δ = f − b (len(f) values), with the dealer's
+    /// shares of b and of W = Aᵀb: Σ_n f_n src_nj = Σ_n f_n E_nj + Σ_n δ_n A_nj + W_j.
+    MatVec {
+        dst: Reg,
+        f: Reg,
+        e: Reg,
+        a: Reg,
+    },
+    /// Local, two parties only: dst ≈ src / 2^f by the SecureML local truncation (Mohassel and
+    /// Zhang 2017): party 0 shifts its share, party 1 negates, shifts and negates back. No round,
+    /// no dealer material; the result is ⌊src/2^f⌋ or ⌊src/2^f⌋ + 1, except with probability
+    /// about |src|/2^127 ≤ 2^{−41} per element (|src| < 2^[`TRUNC_BITS`]), when the two shares
+    /// wrap and the result is garbage. This is a correctness assumption (the shares of src are
+    /// uniform), not a privacy one: nothing is sent. [`Builder::trunc`] uses it when P = 2.
+    TruncLocal {
+        dst: Reg,
+        src: Reg,
+    },
     /// Interactive: dst ≈ src / 2^f with a dealer pair (r, r >> f); opens src + 2^86 + r.
     /// dst ∈ {⌊src/2^f⌋, ⌊src/2^f⌋ + 1}: the error is in [0, 1) ulp = [0, 2^{−32}) before
     /// the floor, at most one unit of 2^{−f} in all.
@@ -101,16 +143,17 @@ pub enum Op {
         dst: Reg,
         src: Reg,
     },
-    /// Interactive: first half of the comparison [src ≥ 0] for |src| < 2^bits: opens
-    /// c = src + 2^bits + r (r dealt with its low `bits` bits shared), and sets, per element,
-    /// `abits` (public: the low bits a_j of c), `e` (shares of 1 − (a_j ⊕ r_j)) and `base`
-    /// (shares of ⌊c/2^bits⌋ − ⌊r/2^bits⌋). Layout of `e`/`abits`: element-major, bit j at i·bits+j.
+    /// Interactive: first half of the comparison [src_i ≥ 0] for |src_i| < 2^{l_i}, l_i =
+    /// `bits[i]` (one width per element, or one for all): opens c = src + 2^l + r (r dealt with
+    /// its low l bits shared), and sets, per element, `abits` (public: the low bits a_j of c),
+    /// `e` (shares of 1 − (a_j ⊕ r_j)) and `base` (shares of ⌊c/2^l⌋ − ⌊r/2^l⌋). Layout of
+    /// `e`/`abits`: element-major, bit j of element i at (l_0 + … + l_{i−1}) + j.
     CmpOpen {
         e: Reg,
         base: Reg,
         abits: Reg,
         src: Reg,
-        bits: u32,
+        bits: Vec<u32>,
     },
     /// Local end of the comparison: with t the inclusive suffix products T_j = Π_{i≥j} e_i,
     /// [src ≥ 0] = base − Σ_{j: a_j = 0} (T_{j+1} − T_j) (T_bits = 1).
@@ -119,7 +162,7 @@ pub enum Op {
         base: Reg,
         abits: Reg,
         t: Reg,
-        bits: u32,
+        bits: Vec<u32>,
     },
     /// Each party adds its own discrete Gaussian share N_Z(0, variance) (ring units).
     AddNoise {
@@ -136,7 +179,16 @@ pub enum Op {
 impl Op {
     /// Whether this op needs a round of communication.
     pub fn interactive(&self) -> bool {
-        matches!(self, Op::Mul { .. } | Op::Trunc { .. } | Op::CmpOpen { .. } | Op::Open { .. })
+        matches!(
+            self,
+            Op::Mul { .. }
+                | Op::MulGather { .. }
+                | Op::MaskOpen { .. }
+                | Op::MatVec { .. }
+                | Op::Trunc { .. }
+                | Op::CmpOpen { .. }
+                | Op::Open { .. }
+        )
     }
 }
 
@@ -159,6 +211,9 @@ impl Program {
     pub fn opened_len(&self, op: &Op) -> usize {
         match op {
             Op::Mul { a, .. } => 2 * self.lens[*a],
+            Op::MulGather { a, b, .. } => self.lens[*a] + self.lens[*b],
+            Op::MaskOpen { src, .. } => self.lens[*src],
+            Op::MatVec { f, .. } => self.lens[*f],
             Op::Trunc { src, .. } | Op::CmpOpen { src, .. } | Op::Open { src } => self.lens[*src],
             _ => 0,
         }
@@ -293,14 +348,48 @@ impl Builder {
         dst
     }
 
-    /// Truncation by 2^f (one round), see [`Op::Trunc`].
-    pub fn trunc(&mut self, src: Reg) -> Reg {
-        let dst = self.reg(self.len(src));
-        self.prog.ops.push(Op::Trunc { dst, src });
+    /// dst_i = a_{idx_i}·b_i (one round), see [`Op::MulGather`].
+    pub fn mul_gather(&mut self, a: Reg, b: Reg, idx: Vec<u32>) -> Reg {
+        assert_eq!(self.len(b), idx.len());
+        debug_assert!(idx.iter().all(|&i| (i as usize) < self.len(a)));
+        let dst = self.reg(idx.len());
+        self.prog.ops.push(Op::MulGather { dst, a, b, idx });
         dst
     }
 
-    /// Fixed-point product: ring product then truncation (two rounds).
+    /// Opens src − A once (one round), see [`Op::MaskOpen`]: returns (E public, shares of A,
+    /// shares of the per-group sums of src², untruncated).
+    pub fn mask_open(&mut self, src: Reg, group: usize) -> (Reg, Reg, Reg) {
+        assert_eq!(self.len(src) % group, 0);
+        let n = self.len(src);
+        let (e, a, sq) = (self.reg(n), self.reg(n), self.reg(n / group));
+        self.prog.ops.push(Op::MaskOpen { e, a, sq, src, group });
+        (e, a, sq)
+    }
+
+    /// Σ_n f_n·src_n (one round of len(f) values), with src masked by [`Builder::mask_open`];
+    /// untruncated. See [`Op::MatVec`].
+    pub fn mat_vec(&mut self, f: Reg, e: Reg, a: Reg) -> Reg {
+        assert_eq!(self.len(e), self.len(a));
+        assert_eq!(self.len(e) % self.len(f), 0);
+        let dst = self.reg(self.len(e) / self.len(f));
+        self.prog.ops.push(Op::MatVec { dst, f, e, a });
+        dst
+    }
+
+    /// Truncation by 2^f, see [`Op::Trunc`] (one round) and, with two parties,
+    /// [`Op::TruncLocal`] (no round).
+    pub fn trunc(&mut self, src: Reg) -> Reg {
+        let dst = self.reg(self.len(src));
+        if self.prog.parties == 2 {
+            self.prog.ops.push(Op::TruncLocal { dst, src });
+        } else {
+            self.prog.ops.push(Op::Trunc { dst, src });
+        }
+        dst
+    }
+
+    /// Fixed-point product: ring product then truncation (two rounds; one with two parties).
     pub fn fmul(&mut self, a: Reg, b: Reg) -> Reg {
         let p = self.mul(a, b);
         self.trunc(p)
@@ -337,23 +426,35 @@ impl Builder {
     /// the e_j); about bits·⌈log₂ bits⌉ ring products per element. All values are integers, so
     /// nothing is truncated.
     pub fn geq_zero(&mut self, x: Reg, bits: u32) -> Reg {
-        assert!((2..=120).contains(&bits));
         let n = self.len(x);
-        let l = bits as usize;
-        let e = self.reg(n * l);
+        self.geq_zero_mixed(x, vec![bits; n])
+    }
+
+    /// [`Builder::geq_zero`] with one width per element (|x_i| < 2^{bits_i}), all in the same
+    /// rounds: an element costs products for its own width only.
+    pub fn geq_zero_mixed(&mut self, x: Reg, bits: Vec<u32>) -> Reg {
+        let n = self.len(x);
+        assert_eq!(bits.len(), n);
+        assert!(bits.iter().all(|b| (2..=120).contains(b)));
+        let total: usize = bits.iter().map(|&b| b as usize).sum();
+        let top = bits.iter().copied().max().unwrap_or(2) as usize;
+        let e = self.reg(total);
         let base = self.reg(n);
-        let abits = self.reg(n * l);
-        self.prog.ops.push(Op::CmpOpen { e, base, abits, src: x, bits });
+        let abits = self.reg(total);
+        self.prog.ops.push(Op::CmpOpen { e, base, abits, src: x, bits: bits.clone() });
         let mut t = e;
         let mut s = 1;
-        while s < l {
-            let mut lo = Vec::with_capacity(n * (l - s));
-            let mut hi = Vec::with_capacity(n * (l - s));
-            for i in 0..n {
-                for j in 0..l - s {
-                    lo.push((i * l + j) as u32);
-                    hi.push((i * l + j + s) as u32);
+        while s < top {
+            let mut lo = Vec::new();
+            let mut hi = Vec::new();
+            let mut off = 0;
+            for &l in &bits {
+                let l = l as usize;
+                for j in 0..l.saturating_sub(s) {
+                    lo.push((off + j) as u32);
+                    hi.push((off + j + s) as u32);
                 }
+                off += l;
             }
             let a = self.gather(t, lo.clone());
             let b = self.gather(t, hi);

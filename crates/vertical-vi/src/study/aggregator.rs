@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 
-use capelab_core::codec;
 use capelab_core::driver::{Machine, Outgoing};
 use capelab_core::rng::Seed;
 use capelab_core::study::StudyId;
@@ -15,7 +14,7 @@ use capelab_core::wire::ParticipantId;
 use super::messages::{Body, Release, VviMessage};
 use super::seal::{Links, Purpose};
 use super::task::VviTask;
-use super::{Status, StudyError, others, to_each};
+use super::{Status, StudyError, others, ring_values, to_each};
 use crate::model::gradient::{self, StepDraw};
 use crate::model::train::{initial_q, labels};
 use crate::model::{Model, Variational};
@@ -165,8 +164,7 @@ impl Aggregator {
             )));
         }
         let plain = self.links.open(from, Purpose::Opened, step, 0, sealed)?;
-        let share: Vec<u128> = codec::decode("share of G̃", &plain)
-            .map_err(|e| StudyError::Malformed(e.to_string()))?;
+        let share = ring_values("share of G̃", &plain)?;
         // The opened sum has ζ's layout (parties send ζ-gradients, batch.rs).
         let d = self.state.model.zeta_len();
         if share.len() != d {

@@ -118,6 +118,26 @@ pub fn step_seed(seed: Seed, step: u32) -> Seed {
     }
 }
 
+/// Ring values as they travel inside the sealed MPC payloads (rounds, shares of G̃): 16 bytes
+/// each, little-endian (a varint would spend about 19 bytes on a uniformly random value).
+pub fn ring_bytes(values: &[u128]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The inverse of [`ring_bytes`]; refuses a length that is not a multiple of 16.
+pub fn ring_values(what: &str, bytes: &[u8]) -> Result<Vec<u128>, StudyError> {
+    if !bytes.len().is_multiple_of(16) {
+        return Err(StudyError::Malformed(format!(
+            "{what}: {} bytes is not a whole number of ring values",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(16)
+        .map(|c| u128::from_le_bytes(c.try_into().expect("16 bytes")))
+        .collect())
+}
+
 /// The ledger's study name of a run.
 pub fn ledger_study_name(study: StudyId) -> String {
     format!("dpvi-vpd/{}", study.to_hex())

@@ -16,7 +16,10 @@ use capelab_core::wire::{ParticipantId, To};
 use super::messages::{Body, VviMessage};
 use super::seal::{Links, Purpose};
 use super::task::VviTask;
-use super::{Status, StudyError, ledger_study_name, others, step_seed, stop_member, to_each};
+use super::{
+    Status, StudyError, ledger_study_name, others, ring_bytes, ring_values, step_seed, stop_member,
+    to_each,
+};
 use crate::model::Model;
 use crate::model::local::party_local;
 use crate::mpc::circuit::{Shape, gradient_program, party_inputs};
@@ -252,8 +255,7 @@ impl<L: LedgerAccess> Party<L> {
             for q in peers {
                 let sealed = run.inbox.remove(&(run.step, round, q)).expect("checked");
                 let plain = run.links.open(q, Purpose::Round, run.step, round, &sealed)?;
-                let values: Vec<u128> = codec::decode("MPC round values", &plain)
-                    .map_err(|e| StudyError::Malformed(e.to_string()))?;
+                let values = ring_values("MPC round values", &plain)?;
                 let from = run.task.parties.iter().position(|&p| p == q).expect("a party");
                 msgs.push(Message { round, from, to: run.index, values });
             }
@@ -265,7 +267,7 @@ impl<L: LedgerAccess> Party<L> {
                 Step::Send(next) if next.first().is_some_and(|m| m.round == *open_round) => {
                     // The opening of G̃: this party's share goes to the aggregator only.
                     let share = next.into_iter().next().expect("checked").values;
-                    let plain = codec::encode(&share);
+                    let plain = ring_bytes(&share);
                     let sealed =
                         run.links.seal(aggregator, Purpose::Opened, run.step, 0, &plain)?;
                     if let Some(t) = transcript.as_mut() {
@@ -313,7 +315,7 @@ fn send_round(
     for m in msgs {
         let to = run.task.parties[m.to];
         debug_assert_ne!(to, me);
-        let plain = codec::encode(&m.values);
+        let plain = ring_bytes(&m.values);
         let sealed = run.links.seal(to, Purpose::Round, run.step, m.round, &plain)?;
         let msg = VviMessage {
             study: run.study,

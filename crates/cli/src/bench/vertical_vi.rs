@@ -1,0 +1,147 @@
+/*!
+`cape bench vertical-vi`: one DP-VI step of seed 004 at the paper's shape (P = 2, K = 20, B = 100,
+C = 1, σ = 2.042) on CPS1988 (`data/cps1988.csv`, run from the repository root) or, without it,
+on the generated Adult-like table (N = 30 162): the noisy clipped batch sum G̃ by the MPC (`mpc`
+mode: dealer, both parties and every round in process) and by the plaintext fixed-point
+simulation of the same circuit (`fixed` mode), for `--steps` training steps with the batches and
+θ of a real run. Reports the time per step (median and min), the rounds, the bytes each party
+sends (its openings, 16 per ring value) and the bytes of dealer material each party receives,
+and, with the noise switched off on the same batches, the largest |mpc − fixed|/‖fixed‖ (the
+target is 2^−20). `scripts/bench` writes it to bench-out/vertical-vi.json.
+*/
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use capelab_core::rng::{Seed, derive};
+use capelab_vertical_vi::batch::PartyLocal;
+use capelab_vertical_vi::cps1988;
+use capelab_vertical_vi::model::generate::adult_like;
+use capelab_vertical_vi::model::{Sampling, TrainConfig, train};
+use capelab_vertical_vi::mpc::GradientConfig;
+use capelab_vertical_vi::mpc::circuit::{fixed_clipped_sum, mpc_clipped_sum};
+use serde_json::{Value, json};
+
+pub const PARTIES: usize = 2;
+pub const COMPONENTS: usize = 20;
+pub const BATCH: usize = 100;
+pub const CLIP: f64 = 1.0;
+pub const SIGMA: f64 = 2.042;
+
+#[derive(clap::Args, Debug)]
+pub struct VerticalViBenchArgs {
+    /// Training steps timed (each mode once per step; the median is reported).
+    #[arg(long, default_value_t = 20)]
+    steps: usize,
+    /// Write the JSON here as well.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+pub fn run(args: VerticalViBenchArgs) -> ExitCode {
+    crate::exit::report_json(bench(&args), args.out.as_deref())
+}
+
+fn median_min(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(f64::total_cmp);
+    (v[v.len() / 2], v[0])
+}
+
+fn max_rel(a: &[f64], b: &[f64]) -> f64 {
+    let norm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / norm.max(f64::MIN_POSITIVE)
+}
+
+fn bench(args: &VerticalViBenchArgs) -> Result<Value, String> {
+    if args.steps == 0 {
+        return Err("--steps must be at least 1".into());
+    }
+    let (data, schema, blocks) = match std::fs::read_to_string(cps1988::DATA_PATH) {
+        Ok(csv) => {
+            let (tables, _) =
+                cps1988::load(&csv).map_err(|e| format!("{}: {e}", cps1988::DATA_PATH))?;
+            ("CPS1988", cps1988::schema(), tables.into_iter().map(|t| t.block).collect())
+        }
+        Err(_) => {
+            let g = adult_like(30_162, 1);
+            ("generated Adult-like (N = 30162)", g.schema, g.blocks)
+        }
+    };
+    let blocks: Vec<_> = blocks;
+    if blocks.len() != PARTIES {
+        return Err(format!("{data} has {} parties, the benchmark wants {PARTIES}", blocks.len()));
+    }
+    let config = TrainConfig {
+        components: COMPONENTS,
+        steps: args.steps,
+        sampling: Sampling::Fixed { size: BATCH },
+        clip: CLIP,
+        noise_multiplier: SIGMA,
+        seed: Seed::Fixed(1),
+        ..TrainConfig::default()
+    };
+    let (mut mpc_ms, mut fixed_ms, mut worst) = (Vec::new(), Vec::new(), 0.0f64);
+    let mut cost: Option<(u32, Vec<usize>, Vec<usize>, usize)> = None;
+    let mut error = None;
+    let mut rng = derive(1, "bench/vertical-vi/fixed");
+    let mut step = 0u64;
+    let mut engine = |pi: &[f64], locals: &[PartyLocal], clip: f64| -> Vec<f64> {
+        step += 1;
+        let noisy = GradientConfig::new(pi.to_vec(), clip, SIGMA);
+        let quiet = GradientConfig::new(pi.to_vec(), clip, 0.0);
+        let mut run = || -> Result<Vec<f64>, String> {
+            let start = Instant::now();
+            let (g, report) =
+                mpc_clipped_sum(locals, &noisy, Seed::Fixed(step)).map_err(|e| e.to_string())?;
+            mpc_ms.push(start.elapsed().as_secs_f64() * 1e3);
+            let start = Instant::now();
+            fixed_clipped_sum(locals, &noisy, &mut rng).map_err(|e| e.to_string())?;
+            fixed_ms.push(start.elapsed().as_secs_f64() * 1e3);
+            cost = Some((report.rounds, report.bytes_sent, report.dealt_values, g.len()));
+            let (m, _) =
+                mpc_clipped_sum(locals, &quiet, Seed::Fixed(step)).map_err(|e| e.to_string())?;
+            let f = fixed_clipped_sum(locals, &quiet, &mut rng).map_err(|e| e.to_string())?;
+            worst = worst.max(max_rel(&m, &f));
+            Ok(g)
+        };
+        match run() {
+            Ok(g) => g,
+            Err(e) => {
+                error.get_or_insert(format!("step {step}: {e}"));
+                vec![0.0; pi.len() * (1 + locals.iter().map(|l| l.width).sum::<usize>())]
+            }
+        }
+    };
+    train(&schema, &blocks, &config, &mut engine, &mut |_| {});
+    if let Some(e) = error {
+        return Err(e);
+    }
+    let (rounds, bytes_sent, dealt, dimension) = cost.ok_or("no step ran")?;
+    let (mpc_median, mpc_min) = median_min(mpc_ms);
+    let (fixed_median, fixed_min) = median_min(fixed_ms);
+    Ok(json!({
+        "bench": "vertical-vi",
+        "runner": "native",
+        "data": data,
+        "parties": PARTIES,
+        "components": COMPONENTS,
+        "batch": BATCH,
+        "clip": CLIP,
+        "sigma": SIGMA,
+        "dimension": dimension,
+        "steps": args.steps,
+        "modes": [
+            {
+                "mode": "mpc",
+                "median_ms": mpc_median,
+                "min_ms": mpc_min,
+                "rounds": rounds,
+                "bytes_sent_per_party": bytes_sent,
+                "dealer_bytes_per_party": dealt.iter().map(|v| 16 * v).collect::<Vec<_>>(),
+            },
+            { "mode": "fixed", "median_ms": fixed_median, "min_ms": fixed_min },
+        ],
+        "mpc_vs_fixed_max_relative_noise_off": worst,
+    }))
+}
