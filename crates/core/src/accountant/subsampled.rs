@@ -33,14 +33,20 @@ pub fn subsampled_gaussian_rdp(
     noise_multiplier: f64,
     order: f64,
 ) -> Result<f64, AccountantError> {
-    check_noise_multiplier(noise_multiplier)?;
-    if !(sampling_rate > 0.0 && sampling_rate <= 1.0) {
-        return Err(AccountantError::SamplingRate(sampling_rate));
+    check_sampled(sampling_rate, noise_multiplier, order)?;
+    Ok(rdp_unchecked(sampling_rate, noise_multiplier, order))
+}
+
+/// z > 0 finite, q ∈ (0, 1], α > 1 finite: what every sampled Gaussian's RDP needs.
+pub(crate) fn check_sampled(q: f64, z: f64, order: f64) -> Result<(), AccountantError> {
+    check_noise_multiplier(z)?;
+    if !(q > 0.0 && q <= 1.0) {
+        return Err(AccountantError::SamplingRate(q));
     }
     if !(order > 1.0 && order.is_finite()) {
         return Err(AccountantError::Order(order));
     }
-    Ok(rdp_unchecked(sampling_rate, noise_multiplier, order))
+    Ok(())
 }
 
 pub(crate) fn rdp_unchecked(q: f64, sigma: f64, alpha: f64) -> f64 {

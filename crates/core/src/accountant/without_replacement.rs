@@ -26,26 +26,16 @@ use std::f64::consts::LN_2;
 
 use super::conversion::epsilon_on_grid;
 use super::rdp::DEFAULT_ORDERS;
-use super::{AccountantError, Conversion, EpsilonAt, check_noise_multiplier};
+use super::subsampled::check_sampled;
+use super::{AccountantError, Conversion, EpsilonAt};
 use crate::special::{ln_binomial, log_add_exp};
 
 /// Above this order dp-accounting drops the forward differences (they cost O(α²)).
 const EXACT_UP_TO: u32 = 256;
 
 /// RDP of one release (multiplier z, q = m/n) at order α > 1; q = 1 gives α/(2z²).
-pub fn wor_gaussian_rdp(
-    sampling_rate: f64,
-    noise_multiplier: f64,
-    order: f64,
-) -> Result<f64, AccountantError> {
-    check_noise_multiplier(noise_multiplier)?;
-    if !(sampling_rate > 0.0 && sampling_rate <= 1.0) {
-        return Err(AccountantError::SamplingRate(sampling_rate));
-    }
-    if !(order > 1.0 && order.is_finite()) {
-        return Err(AccountantError::Order(order));
-    }
-    Ok(rdp_unchecked(sampling_rate, noise_multiplier, order))
+pub fn wor_gaussian_rdp(q: f64, z: f64, order: f64) -> Result<f64, AccountantError> {
+    check_sampled(q, z, order).map(|()| rdp_unchecked(q, z, order))
 }
 
 /// ε(δ) of `steps` such releases, on dp-accounting's default order grid with the improved
