@@ -241,3 +241,18 @@ export async function openRoomWithSites(browser, base, siteNames) {
   await waitForCount(dashboard.page, '[data-testid="site"][data-presence="present"]', siteNames.length);
   return { dashboard, tabs, sites };
 }
+
+/**
+ * The set-up most study suites share: registers `before` (relay, browser, a dashboard and one site
+ * tab per name, all present) and `after` (close and stop). Returns the object the hooks fill in:
+ * `{ relay, browser, dashboard, tabs, sites }`, read inside the tests.
+ */
+export function roomSuite(before, after, siteNames) {
+  const room = {};
+  before(async () => {
+    Object.assign(room, await startRelayAndBrowser());
+    Object.assign(room, await openRoomWithSites(room.browser, await room.relay.url, siteNames));
+  });
+  after(() => stopRelayAndBrowser(room));
+  return room;
+}

@@ -121,6 +121,17 @@ pub enum Viewer {
     Colluding { colluding: usize },
 }
 
+impl Viewer {
+    /// The viewer in words, as the CLI and the dashboard name it.
+    pub fn name(self) -> String {
+        match self {
+            Viewer::Analyst => "outside analyst".into(),
+            Viewer::Party => "a party".into(),
+            Viewer::Colluding { colluding } => format!("{colluding} colluding parties"),
+        }
+    }
+}
+
 /// The public parameters of one run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Run {

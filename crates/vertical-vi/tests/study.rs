@@ -242,6 +242,28 @@ fn a_departure_stops_every_role_naming_who_left() {
     assert!(s.seen().iter().all(|e| e.kind != kind::ROUND && e.kind != kind::OPENED));
 }
 
+/// The teacher's Stop on the dashboard: every member stops, naming the aggregator and the reason.
+#[test]
+fn the_aggregator_aborting_stops_every_member_with_its_reason() {
+    let g = adult_like(200, 9);
+    let mut s = sim(g.blocks.clone(), &g.schema, 30);
+    while s.aggregator.machine.steps_done() < 2 {
+        s.aggregator.pump(0);
+        for p in &mut s.parties {
+            p.pump(0);
+        }
+        s.dealer.pump(0);
+    }
+    let out = s.aggregator.machine.abort("the teacher stopped it");
+    s.aggregator.send(0, out);
+    s.run();
+    assert_eq!(s.refusals(), vec![]);
+    for status in s.statuses() {
+        let reason = stopped(&status);
+        assert!(reason.contains("the aggregator") && reason.contains("the teacher stopped it"));
+    }
+}
+
 /// (d) a bad task or a party's table that does not fit it is refused naming the problem; the run
 /// stops everywhere before anything of the data leaves.
 #[test]

@@ -14,6 +14,7 @@ use crate::components::study::ledger_panel::LedgerPanel;
 use crate::components::study::local_data_panel::LocalDataPanel;
 use crate::components::study::nn_site_panel::{NnOptIn, NnSitePanel};
 use crate::components::study::site_study_panel::SiteStudyPanel;
+use crate::components::study::vvi_site_panel::VviSitePanel;
 use crate::local_data::DataSource;
 use crate::roster::display_name;
 use crate::session::RoomState;
@@ -96,6 +97,7 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
             <NnSitePanel study />
             <IcaSitePanel study />
             <EfpsnSitePanel study />
+            <VviSitePanel study />
             <LedgerPanel study />
             <section class="card peers" class:stale=move || !connected()>
                 <h2>"In this room"</h2>

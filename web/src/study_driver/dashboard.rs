@@ -36,6 +36,7 @@ use super::ica_form::IcaForm;
 use super::ica_run::IcaLive;
 use super::nn_run::{NnFinished, NnLive, NnRun};
 use super::step_gate::{PausableClock, Step, StepGate};
+use super::vvi_run::{VviFields, VviLive, VviRun};
 use super::wall_ms;
 use super::wire::{StudyTransport, WireLine, WireLog, send_noted};
 use crate::ledger_report::{self, LedgerReport};
@@ -106,6 +107,8 @@ pub struct DashboardView {
     pub efpsn: RwSignal<Option<EfpsnLive>>,
     /// The EFPSN study is fetching its data set and computing x* before it starts.
     pub efpsn_preparing: RwSignal<bool>,
+    /// The running vertical synthetic-data study, or the last one (its `finished` says which).
+    pub vvi: RwSignal<Option<VviLive>>,
 }
 
 impl DashboardView {
@@ -116,6 +119,7 @@ impl DashboardView {
             || self.ica.with(|i| i.as_ref().is_some_and(|i| !i.finished))
             || self.efpsn.with(|e| e.as_ref().is_some_and(|e| !e.finished))
             || self.efpsn_preparing.get()
+            || self.vvi.with(|v| v.as_ref().is_some_and(|v| !v.finished))
     }
 }
 
@@ -143,6 +147,8 @@ struct Inner {
     ica_count: usize,
     efpsn: Option<EfpsnRun>,
     efpsn_count: usize,
+    vvi: Option<VviRun>,
+    vvi_count: usize,
     reports: BTreeMap<ParticipantId, LedgerReport>,
     timer: Option<Timeout>,
 }
@@ -212,6 +218,7 @@ impl DashboardStudy {
             ica: RwSignal::new(None),
             efpsn: RwSignal::new(None),
             efpsn_preparing: RwSignal::new(false),
+            vvi: RwSignal::new(None),
         };
         let inner = Rc::new(RefCell::new(Inner {
             room,
@@ -226,6 +233,8 @@ impl DashboardStudy {
             ica_count: 0,
             efpsn: None,
             efpsn_count: 0,
+            vvi: None,
+            vvi_count: 0,
             reports: BTreeMap::new(),
             timer: None,
         }));
@@ -346,6 +355,20 @@ impl DashboardStudy {
         });
     }
 
+    /// Starts a vertical synthetic-data study (DP-VI + MPC): announces the table, then the task
+    /// to the parties and the dealer the form picked among the sites present.
+    pub fn start_vvi(&self, fields: VviFields) {
+        self.start_study(Ok::<_, FormError>, |inner, ws, sites, names| {
+            let me = inner.room.me.get_untracked().map(|p| p.id).ok_or("not in the room yet")?;
+            let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+            inner.vvi_count += 1;
+            let number = inner.vvi_count;
+            inner.vvi =
+                Some(VviRun::start(number, me, &fields, &sites, transport, names, wall_ms())?);
+            Ok(())
+        });
+    }
+
     /// Every study's start: unless a study is running or the page is offline, reads the form
     /// for the sites present and hands it to `open` with the socket and the sites' names; shows
     /// why not otherwise.
@@ -403,7 +426,8 @@ impl DashboardStudy {
             FromWorker::Ready
             | FromWorker::Ledger { .. }
             | FromWorker::View(_)
-            | FromWorker::EfpsnView(_) => {}
+            | FromWorker::EfpsnView(_)
+            | FromWorker::VviView(_) => {}
         }
         self.settle();
     }
@@ -457,6 +481,10 @@ impl DashboardStudy {
                 let out = run.driver.machine.stop("the teacher stopped it");
                 run.driver.send(wall_ms(), out);
             }
+            if let Some(run) = inner.vvi.as_mut().filter(|r| !r.is_finished()) {
+                let out = run.driver.machine.abort("the teacher stopped it");
+                run.driver.send(wall_ms(), out);
+            }
             if let Some(run) = inner.run.as_mut() {
                 let now = run.now();
                 let out = run.driver.machine.stop(now, "the teacher stopped it");
@@ -498,6 +526,20 @@ impl DashboardStudy {
             let Some(inner) = self.inner() else { return };
             let mut inner = inner.borrow_mut();
             let log = inner.log.clone();
+            let vvi = inner.vvi.as_mut().filter(|r| !r.is_finished());
+            let for_vvi = match event {
+                TransportEvent::Message { kind, .. } => kind.starts_with("vvi/"),
+                _ => vvi.is_some(),
+            };
+            if for_vvi {
+                if let Some(run) = vvi {
+                    log.borrow_mut().note_received(wall_ms(), event);
+                    run.driver.feed(wall_ms(), event.clone());
+                }
+                drop(inner);
+                self.settle();
+                return;
+            }
             let efpsn = inner.efpsn.as_mut().filter(|r| !r.is_finished());
             let for_efpsn = match event {
                 TransportEvent::Message { kind, .. } => kind.starts_with("efpsn/"),
@@ -560,7 +602,7 @@ impl DashboardStudy {
     /// After any input: finish, pause or resume the clock, re-arm the timer, publish.
     fn settle(&self) {
         let Some(inner) = self.inner() else { return };
-        let (live, rounds, nn_live, nn_rounds, efpsn, lines, total) = {
+        let (live, rounds, nn_live, nn_rounds, efpsn, vvi, lines, total) = {
             let mut guard = inner.borrow_mut();
             let inner = &mut *guard;
             let finished = inner.run.as_ref().and_then(|run| {
@@ -611,11 +653,15 @@ impl DashboardStudy {
             let live = inner.run.as_ref().map(Run::live);
             let nn_live = inner.nn.as_ref().map(NnRun::live);
             let efpsn = inner.efpsn.as_ref().map(EfpsnRun::live);
+            let vvi = inner.vvi.as_mut().map(VviRun::live);
             let log = inner.log.borrow();
-            (live, rounds, nn_live, nn_rounds, efpsn, log.lines(), log.total())
+            (live, rounds, nn_live, nn_rounds, efpsn, vvi, log.lines(), log.total())
         };
         if efpsn.is_some() && efpsn != self.view.efpsn.get_untracked() {
             self.view.efpsn.set(efpsn);
+        }
+        if vvi.is_some() && vvi != self.view.vvi.get_untracked() {
+            self.view.vvi.set(vvi);
         }
         self.view.live.set(live);
         if let Some(rounds) = rounds {
@@ -637,6 +683,7 @@ impl Inner {
             || self.nn.is_some()
             || self.ica_running
             || self.efpsn.as_ref().is_some_and(|e| !e.is_finished())
+            || self.vvi.as_ref().is_some_and(|v| !v.is_finished())
     }
 }
 

@@ -12,7 +12,7 @@ app; every agent tab fetches the same file and keeps only its own part of the pu
 use std::collections::BTreeMap;
 
 use capelab_core::data::Dataset;
-use capelab_core::driver::{Driver, DriverEvent};
+use capelab_core::driver::Driver;
 use capelab_core::efpsn::attack::Perturbed;
 use capelab_core::efpsn::basis::BasisSpec;
 use capelab_core::efpsn::epsilon::TheoremInputs;
@@ -214,18 +214,7 @@ impl EfpsnRun {
 
     pub fn live(&self) -> EfpsnLive {
         let o = &self.driver.machine;
-        let refusals = self
-            .driver
-            .log()
-            .iter()
-            .filter_map(|e| match e {
-                DriverEvent::Refused { from, error, .. } => Some(match from {
-                    Some(from) => format!("from participant {from}: {error}"),
-                    None => error.to_string(),
-                }),
-                _ => None,
-            })
-            .collect();
+        let refusals = super::refusal_lines(self.driver.log());
         EfpsnLive {
             number: self.number,
             finished: self.is_finished(),

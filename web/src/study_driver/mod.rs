@@ -10,6 +10,8 @@ The protocol drivers: the one place where transport events meet the private-mean
   site's part runs in its Web Worker ([`crate::worker`]).
 - [`efpsn_run`]: the EFPSN study (seed 003) on the dashboard: the task from the form, the core's
   observer; each site's agent runs in its Web Worker (Paillier is heavy).
+- [`vvi_run`]: the vertical synthetic-data study (DP-VI + MPC, seed 004): the task and the
+  data announcement, the core's aggregator; the parties and the dealer run in their workers.
 - [`nn_run`]: the NN study (CAPE gradient descent): the core's `IterativeAggregator` on the
   dashboard; [`dashboard`] and [`site`] route its messages (one study at a time per tab).
 
@@ -24,9 +26,25 @@ pub mod ica_run;
 pub mod nn_run;
 pub mod site;
 pub mod step_gate;
+pub mod vvi_run;
 pub mod wire;
 
 /// The wall clock in milliseconds (`Date.now()`): ledger entries are stamped with it.
 pub fn wall_ms() -> u64 {
     js_sys::Date::now() as u64
+}
+
+/// The inputs a role's driver refused, in words (naming the sender): for the curious.
+pub fn refusal_lines<E: std::fmt::Display>(
+    log: &[capelab_core::driver::DriverEvent<E>],
+) -> Vec<String> {
+    log.iter()
+        .filter_map(|e| match e {
+            capelab_core::driver::DriverEvent::Refused { from, error, .. } => Some(match from {
+                Some(from) => format!("from participant {from}: {error}"),
+                None => error.to_string(),
+            }),
+            _ => None,
+        })
+        .collect()
 }

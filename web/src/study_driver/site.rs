@@ -39,6 +39,7 @@ use capelab_core::transport::{Transport, TransportEvent};
 use capelab_core::wire::{ParticipantId, Peer, Role, To};
 use leptos::prelude::*;
 
+use super::vvi_run::{self, DataAnnouncement};
 use super::wall_ms;
 use super::wire::{StudyTransport, WireLog};
 use crate::ledger_report::{self, LedgerReport};
@@ -51,6 +52,7 @@ use crate::worker::efpsn::EfpsnSiteView;
 use crate::worker::host::WorkerHost;
 use crate::worker::protocol::{FromWorker, OwnData, ToWorker};
 use crate::worker::view::IcaSiteView;
+use crate::worker::vvi::VviSiteView;
 
 type SharedLedger = Rc<RefCell<Ledger>>;
 
@@ -134,6 +136,8 @@ pub struct SiteView {
     pub ica: RwSignal<Option<IcaSiteView>>,
     /// The site's agent in an EFPSN study, as its worker reports it.
     pub efpsn: RwSignal<Option<EfpsnSiteView>>,
+    /// The site's party or dealer in a vertical synthetic-data study, as its worker reports it.
+    pub vvi: RwSignal<Option<VviSiteView>>,
     /// A data matrix loaded for Joint ICA studies (instead of generated subjects).
     pub ica_file: RwSignal<Option<OwnData>>,
     /// Where this site's values come from; the Local data panel edits it.
@@ -174,6 +178,10 @@ struct Inner {
     efpsn_waiting: Option<Vec<ToWorker>>,
     /// The app's copy of the data set, once fetched.
     digits: Option<Rc<String>>,
+    /// The worker runs this tab's party or dealer of a vertical study (`vvi/…` goes to it).
+    vvi_active: bool,
+    /// The table the dashboard announced for its next vertical study.
+    vvi_data: Option<DataAnnouncement>,
     /// Ledger entries of the running study already saved and reported.
     saved: usize,
     /// The public bounds a dashboard announced for its next regression study.
@@ -191,6 +199,7 @@ impl SiteStudy {
             nn: RwSignal::new(None),
             ica: RwSignal::new(None),
             efpsn: RwSignal::new(None),
+            vvi: RwSignal::new(None),
             ica_file: RwSignal::new(None),
             data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
             prepared: RwSignal::new(None),
@@ -209,6 +218,8 @@ impl SiteStudy {
             efpsn_active: false,
             efpsn_waiting: None,
             digits: None,
+            vvi_active: false,
+            vvi_data: None,
             saved: 0,
             bounds: None,
             log: Rc::new(RefCell::new(WireLog::default())),
@@ -261,9 +272,16 @@ impl SiteStudy {
             TransportEvent::Message { from, kind: k, payload } if k.starts_with("efpsn/") => {
                 self.on_efpsn(*from, k, payload);
             }
+            TransportEvent::Message { from, kind: k, payload } if k == vvi_run::DATA_KIND => {
+                self.on_vvi_data(*from, payload);
+            }
+            TransportEvent::Message { from, kind: k, payload } if k.starts_with("vvi/") => {
+                self.on_vvi(*from, k, payload);
+            }
             TransportEvent::Message { kind: k, .. } if is_study_kind(k) => self.feed(event),
             TransportEvent::PeerLeft(peer) => {
                 self.forward_efpsn(ToWorker::EfpsnDeparture { who: peer.id });
+                self.forward_vvi(ToWorker::VviDeparture { who: peer.id });
                 self.feed(event);
             }
             _ => {}
@@ -327,6 +345,7 @@ impl SiteStudy {
                 inner.nn = None;
                 inner.ica_active = false;
                 inner.efpsn_active = false;
+                inner.vvi_active = false;
                 let transport =
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                 inner.run = Some(Driver::new(transport, site));
@@ -393,6 +412,7 @@ impl SiteStudy {
                 inner.run = None;
                 inner.ica_active = false;
                 inner.efpsn_active = false;
+                inner.vvi_active = false;
                 inner.saved = 0;
             }
         }
@@ -437,20 +457,14 @@ impl SiteStudy {
         }
         let mut guard = inner.borrow_mut();
         let (Some(me), Some(ledger)) = (guard.me.clone(), guard.ledger.clone()) else { return };
-        if guard.ica.is_none() {
-            let this = *self;
-            match WorkerHost::spawn(move |message| this.on_worker(message)) {
-                Ok(host) => guard.ica = Some(host),
-                Err(e) => {
-                    web_sys::console::error_1(&format!("capelab: no worker: {e}").into());
-                    return;
-                }
-            }
+        if self.worker(&mut guard).is_none() {
+            return;
         }
         guard.run = None;
         guard.nn = None;
         guard.ica_active = true;
         guard.efpsn_active = false;
+        guard.vvi_active = false;
         let seed = match self.view.data.get_untracked() {
             DataSource::Seeded { seed } => seed,
             DataSource::Table { .. } => fresh_seed(),
@@ -489,19 +503,14 @@ impl SiteStudy {
         {
             let mut guard = inner.borrow_mut();
             let (Some(me), Some(ledger)) = (guard.me.clone(), guard.ledger.clone()) else { return };
-            if guard.ica.is_none() {
-                match WorkerHost::spawn(move |message| this.on_worker(message)) {
-                    Ok(host) => guard.ica = Some(host),
-                    Err(e) => {
-                        web_sys::console::error_1(&format!("capelab: no worker: {e}").into());
-                        return;
-                    }
-                }
+            if self.worker(&mut guard).is_none() {
+                return;
             }
             guard.run = None;
             guard.nn = None;
             guard.ica_active = false;
             guard.efpsn_active = true;
+            guard.vvi_active = false;
             // A tab with a table of its own optimises on it (its label in the `target` column or
             // the last); the others take their part of the shared digits, fetched once.
             let own = self.view.data.get_untracked().efpsn_rows();
@@ -557,6 +566,79 @@ impl SiteStudy {
         });
     }
 
+    /// The tab's worker (Joint ICA, EFPSN, the vertical study), started on first use.
+    fn worker<'a>(&self, guard: &'a mut Inner) -> Option<&'a WorkerHost> {
+        if guard.ica.is_none() {
+            let this = *self;
+            match WorkerHost::spawn(move |message| this.on_worker(message)) {
+                Ok(host) => guard.ica = Some(host),
+                Err(e) => {
+                    web_sys::console::error_1(&format!("capelab: no worker: {e}").into());
+                    return None;
+                }
+            }
+        }
+        guard.ica.as_ref()
+    }
+
+    /// A dashboard announced the table of its next vertical study.
+    fn on_vvi_data(&self, from: ParticipantId, payload: &[u8]) {
+        let Some(inner) = self.inner() else { return };
+        let mut inner = inner.borrow_mut();
+        let from_dashboard = is_dashboard(&inner.room, from);
+        match DataAnnouncement::decode(payload) {
+            Ok(announced) if from_dashboard => inner.vvi_data = Some(announced),
+            _ => web_sys::console::warn_1(
+                &format!("capelab: ignored a data announcement from participant {from}").into(),
+            ),
+        }
+    }
+
+    /// Vertical-study traffic: a dashboard's `vvi/start` makes this tab a party (on its block of
+    /// the announced table) or the dealer, in its worker; everything else goes to that role.
+    fn on_vvi(&self, from: ParticipantId, kind: &str, payload: &[u8]) {
+        use capelab_vertical_vi::study::{VviMessage, kind as vvi_kind};
+        let Some(inner) = self.inner() else { return };
+        if kind != vvi_kind::START {
+            self.forward_vvi(ToWorker::VviMessage { from, payload: payload.to_vec() });
+            return;
+        }
+        if !is_dashboard(&inner.borrow().room, from) {
+            web_sys::console::warn_1(
+                &format!("capelab: ignored a vertical study start from participant {from}").into(),
+            );
+            return;
+        }
+        let mut guard = inner.borrow_mut();
+        let (Some(me), Some(ledger)) = (guard.me.clone(), guard.ledger.clone()) else { return };
+        let study = VviMessage::decode(payload).map(|m| m.study).ok();
+        let data = guard.vvi_data.as_ref().filter(|d| Some(d.study) == study).map(|d| d.data);
+        let start = ToWorker::VviStart {
+            me: me.id,
+            aggregator: from,
+            payload: payload.to_vec(),
+            ledger_json: ledger.borrow().to_json(),
+            data,
+            twin_seed: fresh_seed(),
+        };
+        let Some(host) = self.worker(&mut guard) else { return };
+        host.post(&start);
+        guard.run = None;
+        guard.nn = None;
+        guard.ica_active = false;
+        guard.efpsn_active = false;
+        guard.vvi_active = true;
+    }
+
+    /// Hands `message` to the vertical study's role, if it is the running one.
+    fn forward_vvi(&self, message: ToWorker) {
+        let Some(inner) = self.inner() else { return };
+        let guard = inner.borrow();
+        if let (true, Some(host)) = (guard.vvi_active, guard.ica.as_ref()) {
+            host.post(&message);
+        }
+    }
+
     /// Hands `message` to the EFPSN agent (queued while the data set is on its way).
     fn forward_efpsn(&self, message: ToWorker) {
         let Some(inner) = self.inner() else { return };
@@ -609,6 +691,7 @@ impl SiteStudy {
             }
             FromWorker::View(view) => self.view.ica.set(Some(*view)),
             FromWorker::EfpsnView(view) => self.view.efpsn.set(Some(*view)),
+            FromWorker::VviView(view) => self.view.vvi.set(Some(*view)),
             FromWorker::Refused(reason) => {
                 web_sys::console::warn_1(&format!("capelab worker: {reason}").into());
             }

@@ -8,6 +8,7 @@ core simulates; the components render what they return.
 - [`privacy`]: ε spent per site round by round, the accountings compared, Fig. 5.
 - [`export`]: a round as JSON and CSV.
 - [`ledger_groups`]: a site's ledger by study (name, ε before → after, its releases).
+- [`vvi`]: the vertical synthetic-data study: status, ε per player, the twin, marginals.
 - [`compare`]: the session's NN runs and regression rounds side by side.
 */
 
@@ -21,6 +22,7 @@ pub mod nn;
 pub mod privacy;
 pub mod regression;
 pub mod results;
+pub mod vvi;
 
 #[cfg(test)]
 pub(crate) mod fixtures {

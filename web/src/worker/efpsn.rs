@@ -14,7 +14,7 @@ use capelab_core::study::iterative::SiteSettings;
 use capelab_core::wire::ParticipantId;
 use serde::{Deserialize, Serialize};
 
-use super::protocol::FromWorker;
+use super::protocol::{FromWorker, LedgerWatch};
 
 /// One run on this agent, for the site's panel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,7 +46,7 @@ pub struct EfpsnSiteView {
 pub struct EfpsnEngine {
     role: Option<EfpsnStudySite<Ledger>>,
     own_data: bool,
-    entries: usize,
+    ledger: LedgerWatch,
     refusals: Vec<String>,
 }
 
@@ -70,7 +70,7 @@ impl EfpsnEngine {
                 return vec![FromWorker::EfpsnView(Box::new(self.view()))];
             }
         };
-        self.entries = ledger.entries().len();
+        self.ledger.reset(&ledger);
         self.refusals.clear();
         self.own_data = matches!(data, AgentData::Own(_));
         let settings = SiteSettings { allow_nonprivate };
@@ -95,20 +95,12 @@ impl EfpsnEngine {
     fn after(&mut self, result: Result<Vec<Outgoing>, EfpsnError>) -> Vec<FromWorker> {
         let mut replies = Vec::new();
         match result {
-            Ok(out) => replies.extend(out.into_iter().map(|o| FromWorker::Send {
-                to: o.to,
-                kind: o.kind.to_owned(),
-                payload: o.payload,
-            })),
+            Ok(out) => replies.extend(FromWorker::sends(out)),
             Err(e) => self.refusals.push(e.to_string()),
         }
-        if let Some(role) = self.role.as_mut() {
-            let ledger = role.ledger();
-            if ledger.entries().len() != self.entries {
-                self.entries = ledger.entries().len();
-                // The ledger goes first: the tab saves it before the envelopes leave.
-                replies.insert(0, FromWorker::Ledger { json: ledger.to_json() });
-            }
+        if let Some(saved) = self.role.as_mut().and_then(|r| self.ledger.changed(r.ledger())) {
+            // The ledger goes first: the tab saves it before the envelopes leave.
+            replies.insert(0, saved);
         }
         replies.push(FromWorker::EfpsnView(Box::new(self.view())));
         replies

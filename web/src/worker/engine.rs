@@ -101,6 +101,10 @@ impl Engine {
             ToWorker::EfpsnStart { .. }
             | ToWorker::EfpsnMessage { .. }
             | ToWorker::EfpsnDeparture { .. } => {}
+            // The vertical study's party or dealer: [`super::state`] routes them to it.
+            ToWorker::VviStart { .. }
+            | ToWorker::VviMessage { .. }
+            | ToWorker::VviDeparture { .. } => {}
         }
         out.push(FromWorker::View(Box::new(self.view())));
         out
@@ -208,11 +212,7 @@ impl Engine {
             Role::Djica(site) => site.as_mut(),
         };
         match step(input) {
-            Ok(sent) => out.extend(sent.into_iter().map(|o| FromWorker::Send {
-                to: o.to,
-                kind: o.kind.to_owned(),
-                payload: o.payload,
-            })),
+            Ok(sent) => out.extend(FromWorker::sends(sent)),
             Err(e) => {
                 self.refusals.push(e.clone());
                 out.push(FromWorker::Refused(e));

@@ -7,6 +7,7 @@ generates its subjects, computes its covariance, D²·N_s, and its gradients) an
 - [`engine`]: the core's capePCA and capeDJICA site roles, driven by those messages (plain
   Rust, tested natively).
 - [`efpsn`]: a site's EFPSN agent (Paillier key generation, encryption and decryption).
+- [`vvi`]: a site's party or dealer in the vertical synthetic-data study (DP-VI + MPC).
 - [`view`]: what the site's panel shows (data at a glance, phase, the noise it added).
 - [`aggregator`]: a dashboard's Joint ICA aggregators (capePCA's eigendecomposition, the maps'
   pseudo-inverse), also off the page's thread; [`state`] routes between the two.
@@ -24,3 +25,4 @@ pub mod host;
 pub mod protocol;
 pub mod state;
 pub mod view;
+pub mod vvi;

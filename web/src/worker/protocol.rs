@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use capelab_core::accountant::Ledger;
+use capelab_core::driver::Outgoing;
 use capelab_core::wire::{ParticipantId, To};
 use serde::{Deserialize, Serialize};
 
@@ -68,6 +70,26 @@ pub enum ToWorker {
         payload: Vec<u8>,
     },
     EfpsnDeparture {
+        who: ParticipantId,
+    },
+    /// A `vvi/start`: this tab is a party (its block of the announced table, `data`) or the
+    /// dealer of the vertical synthetic-data study; `twin_seed` draws its synthetic CSV.
+    VviStart {
+        me: ParticipantId,
+        aggregator: ParticipantId,
+        #[serde(with = "bytes")]
+        payload: Vec<u8>,
+        ledger_json: String,
+        data: Option<crate::study_driver::vvi_run::VviData>,
+        twin_seed: u64,
+    },
+    /// A `vvi/…` message from a member of the run.
+    VviMessage {
+        from: ParticipantId,
+        #[serde(with = "bytes")]
+        payload: Vec<u8>,
+    },
+    VviDeparture {
         who: ParticipantId,
     },
 }
@@ -149,6 +171,39 @@ pub enum FromWorker {
     IcaStartFailed(String),
     /// What the site's EFPSN panel shows.
     EfpsnView(Box<super::efpsn::EfpsnSiteView>),
+    /// What the site's vertical synthetic-data panel shows.
+    VviView(Box<super::vvi::VviSiteView>),
+}
+
+impl FromWorker {
+    /// A role's envelopes, as the page sends them.
+    pub fn sends(out: Vec<Outgoing>) -> impl Iterator<Item = FromWorker> {
+        out.into_iter().map(|o| FromWorker::Send {
+            to: o.to,
+            kind: o.kind.to_owned(),
+            payload: o.payload,
+        })
+    }
+}
+
+/// Posts a role's ledger when its entries changed since the last look: the tab saves it (before
+/// the envelopes of the same input leave, when put first).
+#[derive(Debug, Default)]
+pub struct LedgerWatch(usize);
+
+impl LedgerWatch {
+    /// The ledger the role starts from.
+    pub fn reset(&mut self, ledger: &Ledger) {
+        self.0 = ledger.entries().len();
+    }
+
+    pub fn changed(&mut self, ledger: &Ledger) -> Option<FromWorker> {
+        let entries = ledger.entries().len();
+        (entries != self.0).then(|| {
+            self.0 = entries;
+            FromWorker::Ledger { json: ledger.to_json() }
+        })
+    }
 }
 
 /// `Vec<u8>` as serde bytes, which `serde_wasm_bindgen` maps to `Uint8Array` both ways.

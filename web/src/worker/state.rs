@@ -9,6 +9,7 @@ use super::aggregator::DashboardRun;
 use super::efpsn::EfpsnEngine;
 use super::engine::Engine;
 use super::protocol::{FromWorker, ToWorker};
+use super::vvi::VviEngine;
 use crate::local_data::LabelledRows;
 
 /// The rows a site's EFPSN agent optimises on: its own table when it has one, else its part of
@@ -33,6 +34,7 @@ fn agent_data(csv: &str, own: Option<Result<LabelledRows, String>>) -> AgentData
 pub struct WorkerState {
     site: Engine,
     efpsn: EfpsnEngine,
+    vvi: VviEngine,
     dashboard: Option<DashboardRun>,
 }
 
@@ -63,6 +65,11 @@ impl WorkerState {
                 self.efpsn.message(from, &payload, now_ms)
             }
             (ToWorker::EfpsnDeparture { who }, _) => self.efpsn.departure(who, now_ms),
+            (ToWorker::VviStart { me, aggregator, payload, ledger_json, data, twin_seed }, _) => {
+                self.vvi.start(me, aggregator, &payload, &ledger_json, data, twin_seed, now_ms)
+            }
+            (ToWorker::VviMessage { from, payload }, _) => self.vvi.message(from, &payload, now_ms),
+            (ToWorker::VviDeparture { who }, _) => self.vvi.departure(who, now_ms),
             (ToWorker::IcaStart { number, form, names }, _) => {
                 match DashboardRun::start(number, *form, names, now_ms) {
                     Ok((run, replies)) => {

@@ -9,9 +9,9 @@ mod sweep;
 
 use std::process::ExitCode;
 
-use capelab_vertical_vi::model::twin::decode;
+use capelab_vertical_vi::model::twin::{decode, join};
 use capelab_vertical_vi::modes::{Mode, Progress, RunResult, run as run_modes};
-use capelab_vertical_vi::privacy::{Adjacency, Viewer};
+use capelab_vertical_vi::privacy::Adjacency;
 use capelab_vertical_vi::report::Report;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
@@ -19,29 +19,11 @@ use serde_json::{Value, json};
 pub use args::{VerticalViArgs, VerticalViSweepArgs};
 pub use sweep::run as run_sweep;
 
-fn viewer_name(v: Viewer) -> String {
-    match v {
-        Viewer::Analyst => "outside analyst".into(),
-        Viewer::Party => "a party".into(),
-        Viewer::Colluding { colluding } => format!("{colluding} colluding parties"),
-    }
-}
-
 /// The twin as one CSV: every party's columns side by side, one row per record.
 fn twin_csv(result: &RunResult, rows: usize, args: &VerticalViArgs) -> String {
     let mut rng = args.common.seed().rng("vvi/twin");
     let blocks = result.posterior.sample_twin(rows, &mut rng);
-    let tables = decode(&result.posterior.model.schema, &blocks);
-    let mut joined = capelab_vertical_vi::model::twin::TextTable {
-        header: tables.iter().flat_map(|t| t.header.clone()).collect(),
-        rows: vec![Vec::new(); rows],
-    };
-    for t in &tables {
-        for (out, r) in joined.rows.iter_mut().zip(&t.rows) {
-            out.extend(r.iter().cloned());
-        }
-    }
-    joined.to_csv()
+    join(&decode(&result.posterior.model.schema, &blocks)).to_csv()
 }
 
 /// The run's JSON, and its synthetic-data report when asked for.
@@ -114,7 +96,7 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<(Value, Option<Report>), String>
         .flatten()
         .map(|g| {
             json!({
-                "viewer": viewer_name(g.viewer),
+                "viewer": g.viewer.name(),
                 "noise": g.noise,
                 "adjacency": g.adjacency,
                 "noise_multiplier": g.noise_multiplier,

@@ -9,7 +9,9 @@ use crate::schema::{Cell, FeatureKind, PartyBlock, PartySchema};
 /// Bins of the unit interval for a Beta column's TV.
 pub const TV_BINS: usize = 20;
 
-fn histogram(kind: &FeatureKind, block: &PartyBlock, j: usize) -> Vec<f64> {
+/// Column j's marginal as shares: one per label of a Categorical, one per [`TV_BINS`]th of the
+/// unit scale for a Beta (also what the browser's party tab draws, real beside synthetic).
+pub fn histogram(kind: &FeatureKind, block: &PartyBlock, j: usize) -> Vec<f64> {
     let bins = match kind {
         FeatureKind::Beta { .. } => TV_BINS,
         FeatureKind::Categorical { labels } => labels.len(),

@@ -138,6 +138,22 @@ impl TextTable {
     }
 }
 
+/// The parties' tables side by side: every party's columns, one row per record (the twin as one
+/// CSV, as the CLI writes it and a browser party tab downloads it).
+pub fn join(tables: &[TextTable]) -> TextTable {
+    let rows = tables.iter().map(|t| t.rows.len()).max().unwrap_or(0);
+    let mut joined = TextTable {
+        header: tables.iter().flat_map(|t| t.header.clone()).collect(),
+        rows: vec![Vec::new(); rows],
+    };
+    for t in tables {
+        for (out, r) in joined.rows.iter_mut().zip(&t.rows) {
+            out.extend(r.iter().cloned());
+        }
+    }
+    joined
+}
+
 /// Decode encoded blocks back to column values: Beta via [`from_unit`], Categorical to its label.
 pub fn decode(schema: &Schema, blocks: &[PartyBlock]) -> Vec<TextTable> {
     schema
@@ -192,5 +208,14 @@ mod tests {
             rows: vec![vec!["x,y".into(), "1".into()]],
         };
         assert_eq!(t.to_csv(), "a,b\n\"x,y\",1\n");
+    }
+
+    #[test]
+    fn join_puts_the_parties_columns_side_by_side() {
+        let a =
+            TextTable { header: vec!["a".into()], rows: vec![vec!["1".into()], vec!["2".into()]] };
+        let b =
+            TextTable { header: vec!["b".into()], rows: vec![vec!["x".into()], vec!["y".into()]] };
+        assert_eq!(join(&[a, b]).to_csv(), "a,b\n1,x\n2,y\n");
     }
 }

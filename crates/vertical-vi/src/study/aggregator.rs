@@ -114,6 +114,12 @@ impl Aggregator {
         }
     }
 
+    /// The teacher ends the run now: every member gets `vvi/stop` with `reason`, nothing of the
+    /// step in progress is opened (the dashboard's Stop button).
+    pub fn abort(&mut self, reason: &str) -> Vec<Outgoing> {
+        self.stop(format!("the aggregator (participant {}) stopped the run: {reason}", self.me))
+    }
+
     fn stop(&mut self, reason: String) -> Vec<Outgoing> {
         if self.status.is_over() {
             return Vec::new();

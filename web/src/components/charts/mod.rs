@@ -10,10 +10,11 @@ this whole app.
 
 - [`scale`]: linear and log axes, ticks, number formats.
 - [`svg`]: the frame, legend, notes, palette.
-- [`line`], [`forest`], [`bits`], [`heatmap`]: the kinds of chart.
+- [`line`], [`forest`], [`bits`], [`heatmap`], [`bars`]: the kinds of chart.
 - [`Chart`]: shows one chart with its SVG and PNG download buttons.
 */
 
+pub mod bars;
 pub mod bits;
 pub mod forest;
 pub mod heatmap;

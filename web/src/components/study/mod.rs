@@ -4,6 +4,7 @@
 //! `frame.rs` (the picker and the picked study's section) and the presenter view read only it.
 
 pub mod centrepiece;
+pub mod download_button;
 pub mod efpsn_panel;
 pub mod efpsn_site_panel;
 pub mod frame;
@@ -20,4 +21,6 @@ pub mod regression_panel;
 pub mod results_panel;
 pub mod site_study_panel;
 pub mod start;
+pub mod vvi_panel;
+pub mod vvi_site_panel;
 pub mod wire_panel;

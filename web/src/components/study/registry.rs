@@ -5,13 +5,16 @@
 use capelab_core::study::mean::Query;
 use leptos::prelude::*;
 
-use super::centrepiece::{EfpsnCentre, IcaCentre, MeanCentre, NnCentre, RegressionCentre};
+use super::centrepiece::{
+    EfpsnCentre, IcaCentre, MeanCentre, NnCentre, RegressionCentre, VviCentre,
+};
 use super::efpsn_panel::EfpsnPanel;
 use super::ica_panel::IcaPanel;
 use super::mean_panel::{MeanPanel, phase_sentence};
 use super::nn_panel::NnPanel;
 use super::regression_panel::RegressionPanel;
 use super::results_panel::ResultsPanel;
+use super::vvi_panel::VviPanel;
 use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
 
@@ -43,7 +46,7 @@ pub struct StudyEntry {
     pub stage: fn(DashboardStudy) -> Stage,
 }
 
-pub static STUDIES: [StudyEntry; 5] = [
+pub static STUDIES: [StudyEntry; 6] = [
     StudyEntry {
         key: "mean",
         label: "Private mean",
@@ -109,6 +112,21 @@ pub static STUDIES: [StudyEntry; 5] = [
                     Stage::Done(format!("EFPSN study {} has finished.", e.number))
                 }
                 Some(e) => Stage::Running(format!("EFPSN study {} is running.", e.number)),
+            })
+        },
+    },
+    StudyEntry {
+        key: "vvi",
+        label: "Vertical synthetic data (DP-VI + MPC)",
+        panel: |study, state| view! { <VviPanel study state /> }.into_any(),
+        centrepiece: |study| view! { <VviCentre study /> }.into_any(),
+        stage: |study| {
+            study.view.vvi.with(|v| match v {
+                None => Stage::Idle,
+                Some(v) if v.finished => {
+                    Stage::Done(format!("Vertical study {} has finished.", v.number))
+                }
+                Some(v) => Stage::Running(format!("Vertical study {} is running.", v.number)),
             })
         },
     },

@@ -1,0 +1,87 @@
+// End-to-end: the vertical synthetic-data study (DP-VI + MPC, seed 004) with the real relay
+// serving the built app: a dashboard (the aggregator), two party tabs (party A the demographic
+// columns, party B the financial ones of the generated Adult-like table) and a dealer tab, each
+// party's and the dealer's role in its Web Worker, real secret sharing and sealed links.
+//
+// What is checked:
+// - a short run (few steps, small B) is released on every tab; ε per player is shown and > 0;
+//   the dashboard shows samples of the twin; a party tab shows its marginal charts and its
+//   "Download synthetic CSV" gives a file whose header is the schema's columns;
+// - the dealer tab closing mid-run stops the run on every remaining tab, each naming the dealer.
+
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+
+import { assertNoErrors, closeTab, roomSuite, shot, STEP_TIMEOUT_MS } from './helpers.mjs';
+
+const SITE_NAMES = ['Party A', 'Party B', 'Dealer'];
+const RUN_TIMEOUT_MS = 60_000;
+const HEADER = 'age,education,sex,hours-per-week,income';
+
+async function startVvi(page, dealerId, { steps, batch }) {
+  await page.click('[data-testid="pick-vvi"]');
+  await page.waitForSelector('[data-testid="vvi-panel"]', { timeout: STEP_TIMEOUT_MS });
+  await page.selectOption('#vvi-dealer', dealerId);
+  await page.fill('#vvi-rows', '400');
+  await page.fill('#vvi-batch', String(batch));
+  await page.fill('#vvi-steps', String(steps));
+  await page.click('[data-testid="start-vvi"]');
+}
+
+describe('vertical synthetic data over the real relay', { concurrency: false }, () => {
+  const room = roomSuite(before, after, SITE_NAMES);
+
+  it('releases the posterior on every tab, with ε, the twin and the parties\' marginals', async () => {
+    const { dashboard, tabs, sites } = room;
+    const { page } = dashboard;
+    await startVvi(page, sites[2].id, { steps: 4, batch: 20 });
+    await page.waitForSelector('[data-testid="vvi-live"][data-released="true"]', { timeout: RUN_TIMEOUT_MS });
+    const epsilons = await page.$$eval('[data-testid="vvi-epsilon-row"]', (rows) => rows.map((r) => Number(r.dataset.epsilon)));
+    assert.ok(epsilons.length >= 2, `ε rows: ${epsilons}`);
+    for (const e of epsilons) assert.ok(e > 0 && Number.isFinite(e), `ε = ${e}`);
+    const header = await page.$$eval('[data-testid="vvi-twin-table"] thead th', (ths) => ths.map((t) => t.textContent).join(','));
+    assert.equal(header, HEADER);
+    for (const site of sites) {
+      await site.tab.page.waitForSelector('[data-testid="vvi-site-panel"][data-released="true"]', { timeout: RUN_TIMEOUT_MS });
+      assert.match(await site.tab.page.textContent('[data-testid="vvi-site-epsilon"]'), /ε = [\d.]+/);
+    }
+    assert.match(await sites[2].tab.page.textContent('[data-testid="vvi-site-panel"]'), /the dealer/);
+    const a = sites[0].tab.page;
+    assert.match(await a.textContent('[data-testid="vvi-site-panel"]'), /party A \(demographic\): age, education, sex/);
+    const charts = await a.$$('[data-testid="vvi-marginal-chart"] svg');
+    assert.equal(charts.length, 3, 'one chart per column of party A');
+    assert.equal((await sites[1].tab.page.$$('[data-testid="vvi-marginal-chart"] svg')).length, 2);
+    const [download] = await Promise.all([a.waitForEvent('download'), a.click('[data-testid="vvi-download-csv"]')]);
+    const csv = await readFile(await download.path(), 'utf8');
+    const lines = csv.trim().split('\n');
+    assert.equal(lines[0], HEADER);
+    assert.equal(lines.length, 401, 'N rows of the twin and the header');
+    await shot(dashboard, 'vvi-01-dashboard');
+    await shot(sites[0].tab, 'vvi-02-party');
+    assertNoErrors(tabs);
+  });
+
+  it('stops on every tab, naming the dealer, when the dealer tab closes mid-run', async () => {
+    const { dashboard, tabs, sites } = room;
+    const { page } = dashboard;
+    const dealer = sites[2];
+    await startVvi(page, dealer.id, { steps: 500, batch: 20 });
+    await page.waitForFunction(
+      () => /^\s*([2-9]|\d{2,}) of 500 steps/.test(document.querySelector('[data-testid="vvi-status"]')?.textContent ?? ''),
+      null,
+      { timeout: RUN_TIMEOUT_MS },
+    );
+    for (const t of tabs) t.allow.push(/not sent/);
+    await closeTab(tabs, dealer.tab);
+    await page.waitForSelector('[data-testid="vvi-live"][data-finished="true"]', { timeout: STEP_TIMEOUT_MS });
+    const name = new RegExp(`the dealer \\(participant ${dealer.id}\\) left`);
+    assert.match(await page.textContent('[data-testid="vvi-status"]'), name);
+    for (const site of sites.slice(0, 2)) {
+      await site.tab.page.waitForSelector('[data-testid="vvi-site-panel"][data-stopped="true"]', { timeout: STEP_TIMEOUT_MS });
+      assert.match(await site.tab.page.textContent('[data-testid="vvi-site-status"]'), name);
+    }
+    await shot(dashboard, 'vvi-03-dealer-left');
+    assertNoErrors(tabs);
+  });
+});

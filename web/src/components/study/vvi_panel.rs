@@ -1,0 +1,228 @@
+//! The dashboard's "Vertical synthetic data (DP-VI + MPC)" panel: the form (which tab is the
+//! dealer, which tabs hold which columns, K, σ, C, B, T), then the run's progress, ε per player,
+//! and after the release a sample of the synthetic twin with its CSV and JSON exports. It renders
+//! [`DashboardStudy`]'s `vvi` signal; the numbers come from [`crate::study_view::vvi`].
+
+use capelab_core::wire::{ParticipantId, Role};
+use capelab_vertical_vi::model::generate::adult_like_schema;
+use leptos::prelude::*;
+
+use crate::components::charts::scale::format_value;
+use crate::components::study::download_button::DownloadButton;
+use crate::components::study::start::{StartButton, StartError};
+use crate::roster::{Presence, display_name};
+use crate::session::RoomState;
+use crate::study_driver::dashboard::DashboardStudy;
+use crate::study_driver::vvi_run::{VviFields, VviLive};
+use crate::study_view::vvi::status_text;
+
+#[component]
+pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
+    let d = VviFields::default();
+    let rows = RwSignal::new(d.rows.to_string());
+    let components = RwSignal::new(d.components.to_string());
+    let sigma = RwSignal::new(d.noise_multiplier.to_string());
+    let clip = RwSignal::new(d.clip.to_string());
+    let batch = RwSignal::new(d.batch.to_string());
+    let steps = RwSignal::new(d.steps.to_string());
+    let dealer = RwSignal::new(String::new());
+    let party_a = RwSignal::new(String::new());
+    let party_b = RwSignal::new(String::new());
+    let form_error = RwSignal::new(None::<String>);
+    let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
+    let sites = Memo::new(move |_| {
+        state.roster.with(|r| {
+            r.with_role(Role::Site)
+                .filter(|m| m.presence == Presence::Present)
+                .map(|m| (m.peer.id, display_name(&m.peer)))
+                .collect::<Vec<_>>()
+        })
+    });
+    let running = move || study.view.busy();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let whole = |name: &str, v: String| {
+            v.trim().parse::<usize>().map_err(|_| format!("{name}: “{v}” is not a whole number"))
+        };
+        let number = |name: &str, v: String| {
+            v.trim().parse::<f64>().map_err(|_| format!("{name}: “{v}” is not a number"))
+        };
+        let pick = |v: String| v.parse::<ParticipantId>().ok();
+        let fields = (|| {
+            Ok::<_, String>(VviFields {
+                rows: whole("rows N", rows.get_untracked())?,
+                components: whole("components K", components.get_untracked())?,
+                noise_multiplier: number("noise σ", sigma.get_untracked())?,
+                clip: number("clip C", clip.get_untracked())?,
+                batch: whole("batch B", batch.get_untracked())?,
+                steps: whole("steps T", steps.get_untracked())? as u32,
+                learning_rate: VviFields::default().learning_rate,
+                dealer: pick(dealer.get_untracked()),
+                parties: [pick(party_a.get_untracked()), pick(party_b.get_untracked())],
+            })
+        })();
+        match fields {
+            Ok(fields) => {
+                form_error.set(None);
+                study.start_vvi(fields);
+            }
+            Err(e) => form_error.set(Some(e)),
+        }
+    };
+    let schema = adult_like_schema();
+    let columns = |p: usize| {
+        let party = &schema.parties[p];
+        let names: Vec<&str> = party.features.iter().map(|f| f.name.as_str()).collect();
+        format!("{}: {}", party.name, names.join(", "))
+    };
+    view! {
+        <section class="card span-all mean-panel" data-testid="vvi-panel">
+            <h2>"Vertical synthetic data (DP-VI + MPC)"</h2>
+            <p class="muted">
+                "Two party tabs hold different columns of the same people; together they fit a "
+                "mixture model by differentially private variational inference without either "
+                "seeing the other's columns. Each step the parties compute the clipped per-record "
+                "gradients in secret shares (Beaver triples from the dealer tab), add Gaussian noise "
+                "in shares, and open only the noisy batch sum to this dashboard, which updates the "
+                "posterior. Anyone can then sample a synthetic twin of the joint table "
+                "(Tajeddine, Jälkö, Kaski, Honkela; seed 004)."
+            </p>
+            <p class="muted">
+                "Data: a seeded Adult-like table that every party tab draws and cuts to its own "
+                "columns (rows aligned by position). Party A "
+                {columns(0)} "; party B " {columns(1)} "."
+            </p>
+            <form class="mean-form" on:submit=submit>
+                <fieldset class="field-grid" disabled=running>
+                    <SitePick label="dealer" id="vvi-dealer" default="the last site present" sites value=dealer />
+                    <SitePick label="party A" id="vvi-party-a" default="first free site" sites value=party_a />
+                    <SitePick label="party B" id="vvi-party-b" default="next free site" sites value=party_b />
+                    <label>"rows N"<input id="vvi-rows" inputmode="numeric" bind:value=rows /></label>
+                    <label>"components K"<input id="vvi-components" inputmode="numeric" bind:value=components /></label>
+                    <label>"noise σ"<input id="vvi-sigma" inputmode="decimal" bind:value=sigma /></label>
+                    <label>"clip C"<input id="vvi-clip" inputmode="decimal" bind:value=clip /></label>
+                    <label>"batch B (expected, Poisson)"<input id="vvi-batch" inputmode="numeric" bind:value=batch /></label>
+                    <label>"steps T"<input id="vvi-steps" inputmode="numeric" bind:value=steps /></label>
+                </fieldset>
+                <StartButton test_id="start-vvi" action="Start" present running=Signal::derive(running) />
+            </form>
+            {move || form_error.get().map(|e| view! { <p class="form-error" role="alert">{e}</p> })}
+            <StartError error=study.view.start_error />
+            {move || study.view.vvi.get().map(|live| view! { <VviLiveView live study /> })}
+        </section>
+    }
+}
+
+/// A role's tab among the sites present (its id as the value; empty: the form's default).
+#[component]
+fn SitePick(
+    label: &'static str,
+    id: &'static str,
+    default: &'static str,
+    sites: Memo<Vec<(ParticipantId, String)>>,
+    value: RwSignal<String>,
+) -> impl IntoView {
+    let options = move || {
+        sites
+            .get()
+            .into_iter()
+            .map(|(id, name)| view! { <option value=id.to_string()>{format!("{name} ({id})")}</option> })
+            .collect_view()
+    };
+    view! {
+        <label>{label}
+            <select id=id bind:value=value>
+                <option value="">{default}</option>
+                {options}
+            </select>
+        </label>
+    }
+}
+
+#[component]
+fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
+    let (text, progress) = status_text(&live.status, live.task.steps);
+    let roles = live
+        .task
+        .parties
+        .iter()
+        .enumerate()
+        .map(|(p, &id)| {
+            format!("party {} {}", ["A", "B", "C", "D"].get(p).unwrap_or(&"?"), live.name(id))
+        })
+        .chain([format!("dealer {}", live.name(live.task.dealer))])
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let d = live.task.schema.zeta_gradient_len(live.task.components);
+    let players = live
+        .players
+        .iter()
+        .map(|p| {
+            view! {
+                <tr data-testid="vvi-epsilon-row" data-epsilon=p.epsilon>
+                    <th scope="row">{p.viewer.clone()}</th>
+                    <td>{p.adjacency.clone()}</td>
+                    <td class="num">{format_value(p.epsilon)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let twin = live.twin.clone().map(|t| {
+        let header = t.sample.header.iter().map(|h| view! { <th scope="col">{h.clone()}</th> }).collect_view();
+        let body = t
+            .sample
+            .rows
+            .iter()
+            .map(|r| {
+                let cells = r
+                    .iter()
+                    .map(|c| {
+                        let shown = c.parse::<f64>().map(format_value).unwrap_or_else(|_| c.clone());
+                        view! { <td>{shown}</td> }
+                    })
+                    .collect_view();
+                view! { <tr>{cells}</tr> }
+            })
+            .collect_view();
+        let stem = format!("capelab-vertical-{}", live.number);
+        view! {
+            <div data-testid="vvi-twin">
+                <h3>"Samples of the synthetic twin"</h3>
+                <p class="muted">{format!("Drawn from the released posterior with seed {}: one θ from q, then per record a component and each column from it. The first {} rows:", t.seed, t.sample.rows.len())}</p>
+                <div class="table-scroll">
+                    <table class="numbers" data-testid="vvi-twin-table">
+                        <thead><tr>{header}</tr></thead>
+                        <tbody>{body}</tbody>
+                    </table>
+                </div>
+                <p class="export-row">
+                    <DownloadButton label="Synthetic CSV" file=format!("{stem}-twin.csv") mime="text/csv" text=t.csv testid="vvi-export-csv" />
+                    <DownloadButton label="Release JSON" file=format!("{stem}.json") mime="application/json" text=t.json testid="vvi-export-json" />
+                </p>
+            </div>
+        }
+    });
+    view! {
+        <div class="live-study study-focus" data-testid="vvi-live" data-finished=live.finished.to_string()
+            data-released=matches!(live.status, capelab_vertical_vi::study::Status::Released(_)).to_string()>
+            <p class="muted">{format!("{roles} · K = {}, σ = {}, C = {}, B = {}, T = {}, N = {} ({} training rows) · D = {d} gradient values per record", live.task.components, format_value(live.task.noise_multiplier), format_value(live.task.clip), live.task.batch, live.task.steps, live.task.rows, live.task.train_rows())}</p>
+            <p class="live-phase" data-testid="vvi-status">
+                <progress max="1" value=progress aria-label="steps done"></progress>
+                {format!(" {} of {} steps · {text}", live.steps_done, live.task.steps)}
+            </p>
+            <h3>"ε per player"</h3>
+            <p class="muted">{format!("At δ = {} by the accountant (subsampled Gaussian, Poisson q = B/N_train). The parties' ledgers record the outside analyst's ε; a party knows the batch indices and its own noise share, so the other parties' data are less hidden from it.", format_value(live.task.delta))}</p>
+            <table class="numbers" data-testid="vvi-epsilons">
+                <thead><tr><th scope="col">"who looks"</th><th scope="col">"neighbouring tables"</th><th scope="col">"ε"</th></tr></thead>
+                <tbody>{players}</tbody>
+            </table>
+            {twin}
+            {(!live.refusals.is_empty()).then(|| view! {
+                <p class="muted small">"Refused inputs: " {live.refusals.join("; ")}</p>
+            })}
+            <Show when=move || study.view.vvi.with(|l| l.as_ref().is_some_and(|l| !l.finished))>
+                <button type="button" class="button" data-testid="stop-vvi" on:click=move |_| study.stop()>"Stop"</button>
+            </Show>
+        </div>
+    }
+}

@@ -1,0 +1,317 @@
+/*!
+The dashboard's side of the vertical synthetic-data study (DP-VI + MPC, seed 004): the task from
+the form (which tab is the dealer, which tabs hold which columns), the public data announcement,
+and the core's [`Aggregator`] in a [`Driver`] on the room's websocket. Per step it draws the batch
+and η, receives one share of the noisy clipped gradient sum from each party and updates q with
+Adam: cheap, so it runs on the page's thread (as EFPSN's observer does); the MPC runs in the
+parties' and the dealer's workers.
+
+**Data.** Every party tab draws the same seeded Adult-like table ([`adult_like`]: rows aligned by
+position) and keeps only its own columns; the seed is announced ([`DataAnnouncement`]) before the
+task. A generated table stands in for private data here: anyone with the seed could redraw it.
+*/
+
+use std::collections::BTreeMap;
+
+use capelab_core::codec;
+use capelab_core::driver::{Driver, Machine};
+use capelab_core::rng::{Seed, os_rng};
+use capelab_core::study::StudyId;
+use capelab_core::transport::Transport;
+use capelab_core::wire::{ParticipantId, To};
+use capelab_vertical_vi::model::generate::{adult_like, adult_like_schema};
+use capelab_vertical_vi::model::twin::TextTable;
+use capelab_vertical_vi::schema::PartyBlock;
+use capelab_vertical_vi::study::{Aggregator, BatchSampling, Status, VviTask};
+use rand_core::Rng;
+use serde::{Deserialize, Serialize};
+
+use super::wire::StudyTransport;
+use crate::study_view::vvi::{PlayerEpsilon, epsilons, release_json, twin, twin_table};
+
+/// The kind of the data announcement (the dashboard's own, ahead of `vvi/start`).
+pub const DATA_KIND: &str = "vvi-data/announce";
+
+/// The generated table every party draws its block from.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VviData {
+    pub rows: usize,
+    pub seed: u64,
+}
+
+impl VviData {
+    /// Party p's block of the table, in the schema's party order.
+    pub fn block(&self, party: usize) -> Option<PartyBlock> {
+        adult_like(self.rows, self.seed).blocks.into_iter().nth(party)
+    }
+}
+
+/// Which table the run `study` is on: public, sent to every party before the task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DataAnnouncement {
+    pub study: StudyId,
+    pub data: VviData,
+}
+
+impl DataAnnouncement {
+    pub fn encode(&self) -> Vec<u8> {
+        codec::encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        codec::decode("vertical data announcement", bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// What the teacher picks in the form. Roles: `None` picks the default (dealer: the last site
+/// present; parties: the first two others).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VviFields {
+    pub rows: usize,
+    pub components: usize,
+    pub noise_multiplier: f64,
+    pub clip: f64,
+    pub batch: usize,
+    pub steps: u32,
+    pub learning_rate: f64,
+    pub dealer: Option<ParticipantId>,
+    pub parties: [Option<ParticipantId>; 2],
+}
+
+impl Default for VviFields {
+    /// Small enough for a classroom's browsers: D = (K−1) + K·Σe_p = 69 at K = 5, so a step
+    /// moves some hundreds of kB per party.
+    fn default() -> Self {
+        VviFields {
+            rows: 1000,
+            components: 5,
+            noise_multiplier: 1.0,
+            clip: 1.0,
+            batch: 30,
+            steps: 20,
+            learning_rate: 0.05,
+            dealer: None,
+            parties: [None, None],
+        }
+    }
+}
+
+impl VviFields {
+    /// The roles among the `sites` present: (parties in schema order, dealer).
+    pub fn roles(
+        &self,
+        sites: &[ParticipantId],
+    ) -> Result<(Vec<ParticipantId>, ParticipantId), String> {
+        if sites.len() < 3 {
+            return Err(format!(
+                "{} site(s) present: the study needs two parties and a dealer (3 tabs)",
+                sites.len()
+            ));
+        }
+        let present = |id: ParticipantId, what: &str| {
+            if sites.contains(&id) {
+                Ok(id)
+            } else {
+                Err(format!("the {what} (participant {id}) is not in the room"))
+            }
+        };
+        let dealer = match self.dealer {
+            Some(id) => present(id, "dealer")?,
+            None => *sites.last().expect("three sites"),
+        };
+        let mut free =
+            sites.iter().copied().filter(|&s| s != dealer && !self.parties.contains(&Some(s)));
+        let mut parties = Vec::new();
+        for (p, pick) in self.parties.iter().enumerate() {
+            let id = match pick {
+                Some(id) => present(*id, &format!("party {}", ["A", "B"][p]))?,
+                None => free.next().ok_or("not enough sites for both parties")?,
+            };
+            if id == dealer || parties.contains(&id) {
+                return Err(format!("participant {id} is picked for two roles"));
+            }
+            parties.push(id);
+        }
+        Ok((parties, dealer))
+    }
+
+    /// The task for these roles, checked as every tab will check it.
+    pub fn task(
+        &self,
+        parties: Vec<ParticipantId>,
+        dealer: ParticipantId,
+        me: ParticipantId,
+        split_seed: u64,
+    ) -> Result<VviTask, String> {
+        let task = VviTask {
+            schema: adult_like_schema(),
+            parties,
+            dealer,
+            components: self.components,
+            noise_multiplier: self.noise_multiplier,
+            clip: self.clip,
+            sampling: BatchSampling::Poisson,
+            batch: self.batch,
+            steps: self.steps,
+            learning_rate: self.learning_rate,
+            init_scale: 0.5,
+            init_log_sigma: -3.0,
+            split_seed,
+            test_fraction: 0.2,
+            rows: self.rows,
+            delta: 1e-5,
+        };
+        task.check(me).map_err(|e| e.to_string())?;
+        Ok(task)
+    }
+}
+
+/// The released twin as the dashboard shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TwinView {
+    pub seed: u64,
+    /// The first rows, for a glance.
+    pub sample: TextTable,
+    pub csv: String,
+    pub json: String,
+}
+
+/// The run as the dashboard shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VviLive {
+    pub number: usize,
+    pub finished: bool,
+    pub status: Status,
+    pub steps_done: u32,
+    pub task: VviTask,
+    pub names: BTreeMap<ParticipantId, String>,
+    pub players: Vec<PlayerEpsilon>,
+    pub twin: Option<TwinView>,
+    pub refusals: Vec<String>,
+}
+
+impl VviLive {
+    pub fn name(&self, id: ParticipantId) -> String {
+        self.names.get(&id).cloned().unwrap_or_else(|| format!("Site {id}"))
+    }
+}
+
+pub struct VviRun {
+    pub number: usize,
+    pub driver: Driver<StudyTransport, Aggregator>,
+    names: BTreeMap<ParticipantId, String>,
+    players: Vec<PlayerEpsilon>,
+    twin_seed: u64,
+    twin: Option<TwinView>,
+}
+
+/// Rows of the twin the dashboard shows.
+const SAMPLE_ROWS: usize = 12;
+
+impl VviRun {
+    /// Opens the study: the data announcement, then `vvi/start` to the parties and the dealer.
+    pub fn start(
+        number: usize,
+        me: ParticipantId,
+        fields: &VviFields,
+        sites: &[ParticipantId],
+        mut transport: StudyTransport,
+        names: BTreeMap<ParticipantId, String>,
+        now_ms: u64,
+    ) -> Result<Self, String> {
+        let mut rng = os_rng();
+        let (parties, dealer) = fields.roles(sites)?;
+        let task = fields.task(parties.clone(), dealer, me, rng.next_u64())?;
+        let players = epsilons(&task)?;
+        let mut id = [0u8; 16];
+        rng.fill_bytes(&mut id);
+        let study = StudyId(id);
+        // 53 bits: the seed crosses `postMessage` to the parties' workers as a JS number.
+        let data = VviData { rows: fields.rows, seed: rng.next_u64() >> 11 };
+        let (aggregator, out) =
+            Aggregator::start(me, study, task, Seed::Os).map_err(|e| e.to_string())?;
+        let announced = DataAnnouncement { study, data }.encode();
+        for party in parties {
+            transport
+                .send(To::One(party), DATA_KIND, &announced)
+                .map_err(|e| format!("could not announce the data: {e}"))?;
+        }
+        let mut driver = Driver::new(transport, aggregator);
+        driver.send(now_ms, out);
+        Ok(VviRun {
+            number,
+            driver,
+            names,
+            players,
+            twin_seed: rng.next_u64() % 1_000_000,
+            twin: None,
+        })
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.driver.machine.is_finished()
+    }
+
+    /// The live view; the twin is drawn once, when the release arrives.
+    pub fn live(&mut self) -> VviLive {
+        let agg = &self.driver.machine;
+        if let (Status::Released(release), None) = (agg.status(), &self.twin) {
+            let task = agg.task();
+            let blocks = twin(task, release, task.rows, self.twin_seed);
+            let table = twin_table(&task.schema, &blocks);
+            let sample = TextTable {
+                header: table.header.clone(),
+                rows: table.rows.iter().take(SAMPLE_ROWS).cloned().collect(),
+            };
+            self.twin = Some(TwinView {
+                seed: self.twin_seed,
+                sample,
+                csv: table.to_csv(),
+                json: release_json(task, release, &self.players),
+            });
+        }
+        let refusals = super::refusal_lines(self.driver.log());
+        VviLive {
+            number: self.number,
+            finished: agg.is_finished(),
+            status: agg.status().clone(),
+            steps_done: agg.steps_done(),
+            task: agg.task().clone(),
+            names: self.names.clone(),
+            players: self.players.clone(),
+            twin: self.twin.clone(),
+            refusals,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_default_to_the_last_site_as_dealer_and_refuse_a_double_pick() {
+        let f = VviFields::default();
+        assert_eq!(f.roles(&[2, 3, 4]).unwrap(), (vec![2, 3], 4));
+        let picked = VviFields { dealer: Some(2), parties: [Some(4), None], ..f.clone() };
+        assert_eq!(picked.roles(&[2, 3, 4]).unwrap(), (vec![4, 3], 2));
+        let twice = VviFields { dealer: Some(2), parties: [Some(2), None], ..f.clone() };
+        assert!(twice.roles(&[2, 3, 4]).unwrap_err().contains("two roles"));
+        assert!(f.roles(&[2, 3]).unwrap_err().contains("3 tabs"));
+        let task = f.task(vec![2, 3], 4, 1, 9).unwrap();
+        assert_eq!(task.schema.zeta_gradient_len(task.components), 69);
+        let bad = VviFields { batch: 5000, ..f };
+        assert!(bad.task(vec![2, 3], 4, 1, 9).unwrap_err().contains("batch"));
+    }
+
+    #[test]
+    fn the_announced_table_gives_each_party_its_columns_of_the_same_rows() {
+        let data = VviData { rows: 50, seed: 3 };
+        let a = data.block(0).unwrap();
+        assert_eq!((a.rows, a.features), (50, 3));
+        assert_eq!(data.block(1).unwrap().features, 2);
+        assert!(data.block(2).is_none());
+        let msg = DataAnnouncement { study: StudyId([1; 16]), data };
+        assert_eq!(DataAnnouncement::decode(&msg.encode()).unwrap(), msg);
+    }
+}
