@@ -4,7 +4,8 @@
 // party's and the dealer's role in its Web Worker, real secret sharing and sealed links.
 //
 // What is checked:
-// - a short run (few steps, small B) is released on every tab; ε per player is shown and > 0;
+// - a short run (12 steps, small B) is released on every tab; the dashboard's test NLL (on the
+//   public generated table) falls; ε per player is shown and > 0;
 //   the dashboard shows samples of the twin; a party tab shows its marginal charts and its
 //   "Download synthetic CSV" gives a file whose header is the schema's columns;
 // - the dealer tab closing mid-run stops the run on every remaining tab, each naming the dealer.
@@ -35,8 +36,12 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
   it('releases the posterior on every tab, with ε, the twin and the parties\' marginals', async () => {
     const { dashboard, tabs, sites } = room;
     const { page } = dashboard;
-    await startVvi(page, sites[2].id, { steps: 4, batch: 20 });
+    await startVvi(page, sites[2].id, { steps: 12, batch: 20 });
     await page.waitForSelector('[data-testid="vvi-live"][data-released="true"]', { timeout: RUN_TIMEOUT_MS });
+    const nll = await page.$eval('[data-testid="vvi-nll"]', (f) => [Number(f.dataset.first), Number(f.dataset.last), Number(f.dataset.points)]);
+    assert.ok(nll[2] >= 2, `NLL points: ${nll}`);
+    assert.ok(nll[1] < nll[0], `test NLL falls over the run: ${nll[0]} → ${nll[1]}`);
+    assert.ok(await page.$('[data-testid="vvi-nll"] svg'), 'the NLL chart is drawn');
     const epsilons = await page.$$eval('[data-testid="vvi-epsilon-row"]', (rows) => rows.map((r) => Number(r.dataset.epsilon)));
     assert.ok(epsilons.length >= 2, `ε rows: ${epsilons}`);
     for (const e of epsilons) assert.ok(e > 0 && Number.isFinite(e), `ε = ${e}`);

@@ -9,6 +9,10 @@ parties' and the dealer's workers.
 **Data.** Every party tab draws the same seeded Adult-like table ([`adult_like`]: rows aligned by
 position) and keeps only its own columns; the seed is announced ([`DataAnnouncement`]) before the
 task. A generated table stands in for private data here: anyone with the seed could redraw it.
+
+**Test NLL.** Because the table is public, the dashboard redraws its test rows and follows the
+posterior's test NLL step by step ([`VviLive::nll`]). With private columns no tab could: the
+NLL needs every party's columns of the same rows, which is what the study never joins.
 */
 
 use std::collections::BTreeMap;
@@ -19,10 +23,12 @@ use capelab_core::rng::{Seed, os_rng};
 use capelab_core::study::StudyId;
 use capelab_core::transport::Transport;
 use capelab_core::wire::{ParticipantId, To};
+use capelab_vertical_vi::model::Posterior;
 use capelab_vertical_vi::model::generate::{adult_like, adult_like_schema};
 use capelab_vertical_vi::model::twin::TextTable;
 use capelab_vertical_vi::schema::PartyBlock;
 use capelab_vertical_vi::study::{Aggregator, BatchSampling, Status, VviTask};
+use capelab_vertical_vi::table::select_rows;
 use rand_core::Rng;
 use serde::{Deserialize, Serialize};
 
@@ -187,6 +193,8 @@ pub struct VviLive {
     pub names: BTreeMap<ParticipantId, String>,
     pub players: Vec<PlayerEpsilon>,
     pub twin: Option<TwinView>,
+    /// (step, mean test NLL per record) of the posterior so far, from step 0.
+    pub nll: Vec<(u32, f64)>,
     pub refusals: Vec<String>,
 }
 
@@ -203,6 +211,9 @@ pub struct VviRun {
     players: Vec<PlayerEpsilon>,
     twin_seed: u64,
     twin: Option<TwinView>,
+    /// The public table's test rows, per party.
+    test: Vec<PartyBlock>,
+    nll: Vec<(u32, f64)>,
 }
 
 /// Rows of the twin the dashboard shows.
@@ -228,6 +239,12 @@ impl VviRun {
         let study = StudyId(id);
         // 53 bits: the seed crosses `postMessage` to the parties' workers as a JS number.
         let data = VviData { rows: fields.rows, seed: rng.next_u64() >> 11 };
+        let split = task.split();
+        let test: Vec<PartyBlock> = adult_like(data.rows, data.seed)
+            .blocks
+            .iter()
+            .map(|b| select_rows(b, &split.test))
+            .collect();
         let (aggregator, out) =
             Aggregator::start(me, study, task, Seed::Os).map_err(|e| e.to_string())?;
         let announced = DataAnnouncement { study, data }.encode();
@@ -238,14 +255,29 @@ impl VviRun {
         }
         let mut driver = Driver::new(transport, aggregator);
         driver.send(now_ms, out);
-        Ok(VviRun {
+        let mut run = VviRun {
             number,
             driver,
             names,
             players,
             twin_seed: rng.next_u64() % 1_000_000,
             twin: None,
-        })
+            test,
+            nll: Vec::new(),
+        };
+        run.record_nll();
+        Ok(run)
+    }
+
+    /// The test NLL of the posterior as it stands, once per step reached.
+    fn record_nll(&mut self) {
+        let agg = &self.driver.machine;
+        let step = agg.steps_done();
+        if self.nll.last().is_some_and(|&(s, _)| s >= step) {
+            return;
+        }
+        let posterior = Posterior { model: agg.model().clone(), q: agg.q().clone() };
+        self.nll.push((step, posterior.test_nll(&self.test)));
     }
 
     pub fn is_finished(&self) -> bool {
@@ -254,6 +286,7 @@ impl VviRun {
 
     /// The live view; the twin is drawn once, when the release arrives.
     pub fn live(&mut self) -> VviLive {
+        self.record_nll();
         let agg = &self.driver.machine;
         if let (Status::Released(release), None) = (agg.status(), &self.twin) {
             let task = agg.task();
@@ -280,6 +313,7 @@ impl VviRun {
             names: self.names.clone(),
             players: self.players.clone(),
             twin: self.twin.clone(),
+            nll: self.nll.clone(),
             refusals,
         }
     }

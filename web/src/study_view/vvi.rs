@@ -11,6 +11,8 @@ use capelab_vertical_vi::study::{Release, Status, VviTask};
 use serde::{Deserialize, Serialize};
 
 use crate::components::charts::bars::{BarChartSpec, BarSeries};
+use crate::components::charts::line::{LineChartSpec, Series};
+use crate::components::charts::scale::Scale;
 use crate::components::charts::scale::format_value;
 use crate::components::charts::svg::PALETTE;
 
@@ -156,6 +158,27 @@ pub fn release_json(task: &VviTask, release: &Release, players: &[PlayerEpsilon]
     serde_json::to_string_pretty(&value).unwrap_or_default()
 }
 
+/// The posterior's test NLL against the step (the dashboard's, on the public generated table).
+pub fn nll_chart(nll: &[(u32, f64)], steps: u32) -> LineChartSpec {
+    let points: Vec<(f64, f64)> = nll.iter().map(|&(s, v)| (f64::from(s), v)).collect();
+    LineChartSpec {
+        title: "Test NLL of the posterior (held-out rows of the public table)".into(),
+        x_label: "step t".into(),
+        y_label: "mean NLL per record (nats)".into(),
+        x: Scale::Linear { min: 0.0, max: f64::from(steps.max(1)) },
+        y: Scale::linear_fit(points.iter().map(|p| p.1), &[]),
+        series: vec![Series {
+            name: "DP-VI + MPC".into(),
+            color: PALETTE[0],
+            dots: points.len() <= 30,
+            points,
+            dashed: false,
+        }],
+        markers: Vec::new(),
+        note: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use capelab_vertical_vi::model::generate::adult_like;
@@ -236,5 +259,14 @@ mod tests {
         assert_eq!(v["epsilon_per_player"][0]["viewer"], "outside analyst");
         let (text, p) = status_text(&Status::Running { step: 3 }, 10);
         assert!(text.starts_with("Step 3 of 10") && (p - 0.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_nll_chart_draws_one_point_per_step_recorded() {
+        let spec = nll_chart(&[(0, 3.9), (1, 3.5), (4, 3.1)], 10);
+        assert_eq!(spec.series[0].points, vec![(0.0, 3.9), (1.0, 3.5), (4.0, 3.1)]);
+        assert_eq!(spec.x, Scale::Linear { min: 0.0, max: 10.0 });
+        let svg = crate::components::charts::line::render(&spec, "t");
+        assert!(svg.contains("<svg"), "{svg}");
     }
 }

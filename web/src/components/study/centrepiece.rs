@@ -210,13 +210,18 @@ pub fn EfpsnCentre(study: DashboardStudy) -> impl IntoView {
     }
 }
 
-/// The vertical study large: its progress, then the twin's first rows once released.
+/// The vertical study large: its progress and the test NLL curve, then the twin's first rows once
+/// released.
 #[component]
 pub fn VviCentre(study: DashboardStudy) -> impl IntoView {
-    use crate::study_view::vvi::status_text;
+    use crate::study_view::vvi::{nll_chart, status_text};
     move || {
         study.view.vvi.get().map(|live| {
             let (text, progress) = status_text(&live.status, live.task.steps);
+            let chart = crate::components::charts::line::render(
+                &nll_chart(&live.nll, live.task.steps),
+                "present-vvi-nll",
+            );
             let twin = live.twin.map(|t| {
                 let header = t.sample.header.join(" · ");
                 let rows = t
@@ -234,6 +239,7 @@ pub fn VviCentre(study: DashboardStudy) -> impl IntoView {
                         {format!("Vertical study {}: step {} of {} · {text}", live.number, live.steps_done, live.task.steps)}
                     </p>
                     <progress max="1" value=progress></progress>
+                    <div class="chart-svg" inner_html=chart></div>
                     {twin}
                 </div>
             }

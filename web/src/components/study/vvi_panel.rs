@@ -7,6 +7,7 @@ use capelab_core::wire::{ParticipantId, Role};
 use capelab_vertical_vi::model::generate::adult_like_schema;
 use leptos::prelude::*;
 
+use crate::components::charts::line;
 use crate::components::charts::scale::format_value;
 use crate::components::study::download_button::DownloadButton;
 use crate::components::study::start::{StartButton, StartError};
@@ -14,7 +15,8 @@ use crate::roster::{Presence, display_name};
 use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
 use crate::study_driver::vvi_run::{VviFields, VviLive};
-use crate::study_view::vvi::status_text;
+
+use crate::study_view::vvi::{nll_chart, status_text};
 
 #[component]
 pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
@@ -210,6 +212,10 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
                 <progress max="1" value=progress aria-label="steps done"></progress>
                 {format!(" {} of {} steps · {text}", live.steps_done, live.task.steps)}
             </p>
+            <figure class="chart" data-testid="vvi-nll" data-first=live.nll.first().map(|p| p.1) data-last=live.nll.last().map(|p| p.1) data-points=live.nll.len()>
+                <div inner_html=line::render(&nll_chart(&live.nll, live.task.steps), "vvi-nll-chart")></div>
+                <figcaption class="small">"The dashboard can follow the test NLL only because this table is generated from a public seed: it redraws the held-out rows. With private columns no tab holds a whole row, and no tab could."</figcaption>
+            </figure>
             <h3>"ε per player"</h3>
             <p class="muted">{format!("At δ = {} by the accountant (subsampled Gaussian, Poisson q = B/N_train). The parties' ledgers record the outside analyst's ε; a party knows the batch indices and its own noise share, so the other parties' data are less hidden from it.", format_value(live.task.delta))}</p>
             <table class="numbers" data-testid="vvi-epsilons">
