@@ -25,6 +25,7 @@ use core::cmp::Ordering;
 use crypto_bigint::modular::BoxedMontyForm;
 use crypto_bigint::{BoxedUint, CtAssign, CtEq, Gcd, RandomMod, Word};
 use rand_core::CryptoRng;
+use zeroize::Zeroize;
 
 use crate::ciphertext::Ciphertext;
 use crate::keys::{PublicKey, Randomizer};
@@ -98,7 +99,7 @@ impl DjnEncryptor {
             }
             acc = acc.mul(&BoxedMontyForm::from_montgomery(pick.clone(), acc.params()));
         }
-        alpha.fill(0);
+        alpha.zeroize();
         Randomizer::from_residue(acc.retrieve())
     }
 
