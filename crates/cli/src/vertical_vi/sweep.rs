@@ -7,6 +7,9 @@
 //! computed. The ε in the CSV is the one each run's privacy table reports for the outside analyst
 //! (add/remove), which is at most the target. Noise-free runs (σ = 0, still clipped) of the
 //! cheap modes give the reference line a private run approaches as ε grows.
+//!
+//! Every run's seed (from --seed, else drawn from the OS) is written to the CSV so that any point
+//! reproduces: a sweep is an experiment about the method, not a private release of its posteriors.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
