@@ -7,7 +7,9 @@ simulation of the same circuit (`fixed` mode), for `--steps` training steps with
 θ of a real run. Reports the time per step (median and min), the rounds, the bytes each party
 sends (its openings, 16 per ring value) and the bytes of dealer material each party receives,
 and, with the noise switched off on the same batches, the largest |mpc − fixed|/‖fixed‖ (the
-target is 2^−20). `scripts/bench` writes it to bench-out/vertical-vi.json.
+target is 2^−20). With `--wasm` it merges the same mpc step timed in headless Chromium
+(`crates/vertical-vi/tests/bench_wasm_vvi.rs`) and the wasm/native ratio. `scripts/bench` writes
+it to bench-out/vertical-vi.json.
 */
 
 use std::path::PathBuf;
@@ -35,6 +37,9 @@ pub struct VerticalViBenchArgs {
     #[arg(long, default_value_t = 20)]
     steps: usize,
     /// Write the JSON here as well.
+    /// The browser's output (crates/vertical-vi/tests/bench_wasm_vvi.rs) to merge.
+    #[arg(long, value_name = "FILE")]
+    wasm: Option<PathBuf>,
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }
@@ -120,7 +125,7 @@ fn bench(args: &VerticalViBenchArgs) -> Result<Value, String> {
     let (rounds, bytes_sent, dealt, dimension) = cost.ok_or("no step ran")?;
     let (mpc_median, mpc_min) = median_min(mpc_ms);
     let (fixed_median, fixed_min) = median_min(fixed_ms);
-    Ok(json!({
+    let mut report = json!({
         "bench": "vertical-vi",
         "runner": "native",
         "data": data,
@@ -143,5 +148,26 @@ fn bench(args: &VerticalViBenchArgs) -> Result<Value, String> {
             { "mode": "fixed", "median_ms": fixed_median, "min_ms": fixed_min },
         ],
         "mpc_vs_fixed_max_relative_noise_off": worst,
-    }))
+    });
+    if let Some(path) = &args.wasm {
+        let wasm = read_wasm_line(path)?;
+        let ratio = wasm["modes"][0]["median_ms"].as_f64().map(|w| w / mpc_median);
+        report["wasm"] = wasm;
+        report["wasm_over_native_mpc"] = json!(ratio);
+    }
+    Ok(report)
+}
+
+/// The JSON line of the browser's output that says `"bench":"vertical-vi"` (keys come sorted, so
+/// it does not start with it).
+fn read_wasm_line(path: &PathBuf) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("could not read {}: {e}", path.display()))?;
+    let line = text
+        .lines()
+        .filter(|l| l.contains("\"bench\":\"vertical-vi\""))
+        .filter_map(|l| l.find('{').map(|i| &l[i..]))
+        .next()
+        .ok_or_else(|| format!("{}: no {{\"bench\":\"vertical-vi\"…}} line", path.display()))?;
+    serde_json::from_str(line).map_err(|e| format!("{}: {e}", path.display()))
 }
