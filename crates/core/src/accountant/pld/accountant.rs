@@ -108,14 +108,16 @@ impl PldAccountant {
         if groups.is_empty() {
             return Ok(Composed::Exact(pooled));
         }
-        let mut pld = match pooled {
-            Some(z) => Pld::gaussian(z, self.interval)?,
-            None => Pld::identity(self.interval)?,
-        };
+        // Start from the first group itself, not the identity: composing with a point mass would
+        // cost three transforms of the longest grid and truncate its tails a second time.
+        let mut pld = pooled.map(|z| Pld::gaussian(z, self.interval)).transpose()?;
         for (z, q, count) in groups {
             let group = Pld::poisson_sampled_gaussian(z, q, self.interval)?.self_compose(count)?;
-            pld = pld.compose(&group)?;
+            pld = Some(match pld {
+                Some(p) => p.compose(&group)?,
+                None => group,
+            });
         }
-        Ok(Composed::Grid(pld))
+        Ok(Composed::Grid(pld.expect("at least one sampled group")))
     }
 }

@@ -4,16 +4,29 @@ x86 and wasm32). Round-off leaves values of order 1e-17 where the true value is 
 clamped to 0 (adding at most that much mass, which only raises δ).
 */
 
+use std::cell::RefCell;
+
 use realfft::RealFftPlanner;
 use realfft::num_complex::Complex64;
 
+thread_local! {
+    /// Plans (twiddle tables) kept per transform length: an accountant recomputed as a slider
+    /// moves, or a calibration's bisection, reuses them instead of recomputing n sines and
+    /// cosines each time (software functions in wasm32). Lengths are restricted to 2^k and
+    /// 3·2^k ([`fast_len`]), so the cache holds at most two plans per octave.
+    static PLANNER: RefCell<RealFftPlanner<f64>> = RefCell::new(RealFftPlanner::new());
+}
+
 /// Below this many multiply-adds the direct sum is faster than two transforms.
 const DIRECT_BELOW: usize = 1 << 14;
+/// A factor this short is convolved directly at any length (O(n·len), cheaper than three
+/// transforms; composing with the identity or a point mass is then a scaled copy).
+const DIRECT_SHORT: usize = 16;
 
 /// The full linear convolution of `a` and `b` (length `a.len() + b.len() − 1`).
 pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
     let out_len = a.len() + b.len() - 1;
-    if a.len().saturating_mul(b.len()) <= DIRECT_BELOW {
+    if a.len().min(b.len()) <= DIRECT_SHORT || a.len().saturating_mul(b.len()) <= DIRECT_BELOW {
         let mut out = vec![0.0; out_len];
         for (i, &x) in a.iter().enumerate() {
             for (j, &y) in b.iter().enumerate() {
@@ -23,11 +36,10 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
         return out;
     }
     let n = fast_len(out_len);
-    let mut planner = RealFftPlanner::<f64>::new();
-    let fa = forward(&mut planner, a, n);
-    let fb = forward(&mut planner, b, n);
+    let fa = forward(a, n);
+    let fb = forward(b, n);
     let product: Vec<Complex64> = fa.iter().zip(&fb).map(|(x, y)| x * y).collect();
-    let mut out = inverse(&mut planner, product, n);
+    let mut out = inverse(product, n);
     out.truncate(out_len);
     clamp_round_off(&mut out);
     out
@@ -38,10 +50,8 @@ pub(crate) fn convolve(a: &[f64], b: &[f64]) -> Vec<f64> {
 /// bounds it and counts it at +∞).
 pub(crate) fn self_convolve_window(probs: &[f64], times: u64, lo: i64, window: usize) -> Vec<f64> {
     let n = fast_len(window.max(probs.len()));
-    let mut planner = RealFftPlanner::<f64>::new();
-    let spectrum: Vec<Complex64> =
-        forward(&mut planner, probs, n).into_iter().map(|c| power(c, times)).collect();
-    let cyclic = inverse(&mut planner, spectrum, n);
+    let spectrum: Vec<Complex64> = forward(probs, n).into_iter().map(|c| power(c, times)).collect();
+    let cyclic = inverse(spectrum, n);
     let start = lo.rem_euclid(n as i64) as usize;
     let mut out: Vec<f64> = (0..window).map(|k| cyclic[(start + k) % n]).collect();
     clamp_round_off(&mut out);
@@ -61,8 +71,8 @@ fn power(mut c: Complex64, mut k: u64) -> Complex64 {
     acc
 }
 
-fn forward(planner: &mut RealFftPlanner<f64>, x: &[f64], n: usize) -> Vec<Complex64> {
-    let fft = planner.plan_fft_forward(n);
+fn forward(x: &[f64], n: usize) -> Vec<Complex64> {
+    let fft = PLANNER.with_borrow_mut(|p| p.plan_fft_forward(n));
     let mut input = vec![0.0; n];
     input[..x.len()].copy_from_slice(x);
     let mut spectrum = fft.make_output_vec();
@@ -70,8 +80,8 @@ fn forward(planner: &mut RealFftPlanner<f64>, x: &[f64], n: usize) -> Vec<Comple
     spectrum
 }
 
-fn inverse(planner: &mut RealFftPlanner<f64>, mut spectrum: Vec<Complex64>, n: usize) -> Vec<f64> {
-    let fft = planner.plan_fft_inverse(n);
+fn inverse(mut spectrum: Vec<Complex64>, n: usize) -> Vec<f64> {
+    let fft = PLANNER.with_borrow_mut(|p| p.plan_fft_inverse(n));
     // A real signal's spectrum has real DC and Nyquist terms; products keep that only up to
     // round-off, which realfft would refuse.
     spectrum[0].im = 0.0;
@@ -89,21 +99,12 @@ fn clamp_round_off(v: &mut [f64]) {
     v.iter_mut().for_each(|p| *p = p.max(0.0));
 }
 
-/// The smallest even n ≥ `len` whose only prime factors are 2, 3 and 5 (fast for rustfft).
+/// The smallest n ≥ `len` of the form 2^k or 3·2^k (k ≥ 1): radix-2/3 kernels, and few distinct
+/// lengths for the plan cache, at most a third longer than needed.
 fn fast_len(len: usize) -> usize {
-    let mut n = len.max(2);
-    loop {
-        let mut m = n;
-        for p in [2, 3, 5] {
-            while m.is_multiple_of(p) {
-                m /= p;
-            }
-        }
-        if m == 1 && n.is_multiple_of(2) {
-            return n;
-        }
-        n += 1;
-    }
+    let power_of_two = len.max(2).next_power_of_two();
+    let three_halves = power_of_two / 4 * 3;
+    if three_halves >= len && three_halves.is_multiple_of(2) { three_halves } else { power_of_two }
 }
 
 #[cfg(test)]
@@ -132,9 +133,14 @@ mod tests {
         let p = power(c, 1001);
         let expect = Complex64::from_polar(0.99f64.powi(1001), 0.3 * 1001.0);
         assert!((p - expect).norm() < 1e-14);
+        assert_eq!(fast_len(1), 2);
+        assert_eq!(fast_len(3), 4);
+        assert_eq!(fast_len(5), 6);
         assert_eq!(fast_len(7), 8);
-        assert_eq!(fast_len(61), 64);
+        assert_eq!(fast_len(48), 48);
+        assert_eq!(fast_len(49), 64);
         assert_eq!(fast_len(1001), 1024);
-        assert_eq!(fast_len(1201), 1250);
+        assert_eq!(fast_len(1201), 1536);
+        assert_eq!(fast_len(41_006), 49_152);
     }
 }
