@@ -176,7 +176,7 @@ fn report(args: &AccountArgs) -> Result<AccountOutput, String> {
 fn calibrate(args: &AccountArgs, target: f64) -> Result<CalibrationReport, String> {
     let q = args.sampling_rate.unwrap_or(1.0);
     let flag = |e: PldError| match &e {
-        PldError::Accountant(AccountantError::Epsilon(_)) => format!("--target-epsilon: {e}"),
+        PldError::Accountant(AccountantError::TargetEpsilon(_)) => format!("--target-epsilon: {e}"),
         PldError::Accountant(a) => format!("{}: {e}", flag_of(a)),
         _ => format!("--pld-interval: {e}"),
     };
@@ -243,6 +243,7 @@ fn flag_of(e: &AccountantError) -> &'static str {
         // Not raised here: `cape account` takes no (ε, δ)-DP releases.
         AccountantError::Delta(_) | AccountantError::ApproximateDelta(_) => "--delta",
         AccountantError::Epsilon(_) | AccountantError::ApproximateEpsilon(_) => "--epsilon",
+        AccountantError::TargetEpsilon(_) => "--target-epsilon",
         AccountantError::Order(_)
         | AccountantError::NoOrders
         | AccountantError::CurveLength { .. } => "--orders",

@@ -88,6 +88,37 @@ fn nonprivate_has_no_epsilon_and_cape_pca_is_accounted() {
     assert_eq!(v["overall_epsilon"]["guarantee_view"], "aggregator");
 }
 
+/// `--target-epsilon`: the run's own account (full view, J_max) lands on the target from below,
+/// and PLD needed less noise than RDP would have.
+#[test]
+fn a_whole_study_target_is_met_by_pld_calibration() {
+    let dir = scratch("target");
+    let out = dir.to_str().unwrap();
+    let args = [&TINY[..], &["2", "--target-epsilon", "6", "--out", out]].concat();
+    let run = cape(&[&["djica"], &args[..]].concat());
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(String::from_utf8_lossy(&run.stdout).contains("calibrated (PLD)"));
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("result.json")).unwrap()).unwrap();
+    let full = v["overall_epsilon"]["full_view_at_max"].as_f64().unwrap();
+    assert!(full <= 6.0 && full > 5.99, "{full}");
+    let t = &v["target"];
+    assert_eq!(v["parameters"]["eps_iter"], t["eps_iter"]);
+    let (z, z_rdp) =
+        (t["noise_multiplier"].as_f64().unwrap(), t["noise_multiplier_rdp"].as_f64().unwrap());
+    assert!(z < z_rdp, "{z} vs {z_rdp}");
+    for (flags, expected) in [
+        (vec!["--target-epsilon", "0"], "--target-epsilon: a target ε must be positive"),
+        (vec!["--target-epsilon", "2", "--method", "nonprivate"], "needs a private method"),
+    ] {
+        let args = [&TINY[..], &["2", "--out", out], &flags[..]].concat();
+        let run = cape(&[&["djica"], &args[..]].concat());
+        assert_eq!(run.status.code(), Some(2), "{flags:?}");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(err.contains(expected), "{flags:?}: {err}");
+    }
+}
+
 #[test]
 fn bad_flags_are_clear_errors() {
     let dir = scratch("bad");

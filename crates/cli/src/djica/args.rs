@@ -161,6 +161,10 @@ pub struct DjicaArgs {
     /// The algorithm.
     #[arg(long, value_enum, default_value = "cape")]
     pub method: MethodArg,
+    /// Calibrate to a whole-study ε (at δ_r = 1e-5, the guarantee view, J_max iterations) by PLD
+    /// accounting instead of --eps-iter; capePCA keeps --eps-pca.
+    #[arg(long, value_name = "E", allow_negative_numbers = true)]
+    pub target_epsilon: Option<f64>,
     /// Output directory (result.json, W.csv, V.csv, A.csv, maps.png).
     #[arg(long, value_name = "DIR", default_value = "djica-out")]
     pub out: PathBuf,

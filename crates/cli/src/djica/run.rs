@@ -4,11 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use capelab_core::djica::{CapeZeroSumNoise, IterationReport, Method, REPORT_DELTA};
+use capelab_core::djica::{
+    CapeZeroSumNoise, IterationReport, Method, REPORT_DELTA, TargetLevel, level_for_target,
+};
 use capelab_core::fmri::matrix_io::to_csv;
 use capelab_core::rng::Seed;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::args::{DjicaArgs, DjicaCommon, validate};
 use super::maps::maps_figure;
@@ -61,7 +63,19 @@ fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
             study.sites[0].voxels()
         ));
     }
-    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(c.seed), used_sites(&study, method).len());
+    let releasing = used_sites(&study, method).len();
+    let target = args
+        .target_epsilon
+        .map(|e| {
+            level_for_target(e, REPORT_DELTA, c.delta_iter, c.max_iterations, method, releasing)
+        })
+        .transpose()
+        .map_err(|e| format!("--target-epsilon: {e}"))?;
+    let c = &match target {
+        Some(t) => DjicaCommon { eps_iter: t.level.epsilon, ..c.clone() },
+        None => c.clone(),
+    };
+    let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(c.seed), releasing);
     let projected = project(&study, c, method, &mut noise)?;
     let bar = progress_bar(c.max_iterations as u64, args.quiet);
     let mut observer = |r: &IterationReport<'_>| {
@@ -73,7 +87,10 @@ fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
     let run = run_once(&study, c, method, c.eps_iter, projected, &mut observer)?;
     bar.finish_and_clear();
     std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
-    let result = result_json(&run, c, &study);
+    let mut result = result_json(&run, c, &study);
+    if let (Some(t), Some(e)) = (target, args.target_epsilon) {
+        result["target"] = target_json(e, &t);
+    }
     let mut files = vec![write(
         &args.out.join("result.json"),
         serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
@@ -87,6 +104,20 @@ fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
         files.extend(maps_figure(&run, truth, c, &args.out.join("maps"))?);
     }
     Ok((result, files))
+}
+
+/// The calibration behind `--target-epsilon`: the level run at and the noise RDP would have needed.
+fn target_json(target_epsilon: f64, t: &TargetLevel) -> Value {
+    json!({
+        "epsilon": target_epsilon,
+        "delta": REPORT_DELTA,
+        "accountant": "pld",
+        "eps_iter": t.level.epsilon,
+        "noise_multiplier": t.noise_multiplier,
+        "noise_multiplier_rdp": t.noise_multiplier_rdp,
+        "noise_saved": 1.0 - t.noise_multiplier / t.noise_multiplier_rdp,
+        "collusion_factor": t.collusion_factor,
+    })
 }
 
 pub(super) fn fmt_opt(v: &Value) -> String {
@@ -108,6 +139,17 @@ pub fn run(args: DjicaArgs) -> ExitCode {
                 fmt_opt(&e["aggregator_view_at_max"]),
                 fmt_opt(&e["full_view_at_max"])
             );
+            let t = &v["target"];
+            if !t.is_null() {
+                println!(
+                    "calibrated (PLD)        z = {} per release (ε_i = {}); RDP would need z = {} \
+                     ({:.1}% less noise with PLD)",
+                    fmt_opt(&t["noise_multiplier"]),
+                    fmt_opt(&t["eps_iter"]),
+                    fmt_opt(&t["noise_multiplier_rdp"]),
+                    100.0 * t["noise_saved"].as_f64().unwrap_or(f64::NAN)
+                );
+            }
             println!("PCA mean principal cos  {}", fmt_opt(&v["pca"]["mean_principal_cosine"]));
             for w in v["warnings"].as_array().into_iter().flatten() {
                 println!("warning                 {}", w.as_str().unwrap_or(""));

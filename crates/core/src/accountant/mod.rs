@@ -75,6 +75,8 @@ pub enum AccountantError {
     Epsilon(f64),
     #[error("an (ε, δ)-DP release needs ε > 0 and finite, got ε = {0}")]
     ApproximateEpsilon(f64),
+    #[error("a target ε must be positive and finite, got ε = {0}")]
+    TargetEpsilon(f64),
     #[error("an (ε, δ)-DP release needs δ in [0, 1), got δ = {0}")]
     ApproximateDelta(f64),
     #[error("Laplace scale b/Δ = {0} must be positive and finite")]

@@ -27,6 +27,7 @@ pub mod pipeline;
 pub mod run;
 pub mod schedule;
 pub mod site;
+pub mod target;
 
 pub use accounting::{REPORT_DELTA, StudyAccount, account, ledger_releases};
 pub use calibration::{GaussianLevel, PrivacyUnit};
@@ -41,3 +42,4 @@ pub use run::{
 };
 pub use schedule::{RateController, Schedule, Verdict};
 pub use site::{DjicaAggregator, DjicaSite, Precision, SiteNoiseScales, SiteRelease, aggregate};
+pub use target::{TargetError, TargetLevel, level_for_target};

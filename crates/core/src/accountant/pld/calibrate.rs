@@ -66,7 +66,7 @@ fn check_target(
     sampling_rate: f64,
 ) -> Result<(), PldError> {
     if !(target_epsilon > 0.0 && target_epsilon.is_finite()) {
-        return Err(AccountantError::Epsilon(target_epsilon).into());
+        return Err(AccountantError::TargetEpsilon(target_epsilon).into());
     }
     check_delta(delta)?;
     if compositions == 0 {

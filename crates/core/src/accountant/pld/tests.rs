@@ -180,6 +180,6 @@ fn calibration_meets_the_target_tightly() {
     assert!(rdp.epsilon <= 1.0 && rdp.noise_multiplier > c.noise_multiplier * 1.01, "{rdp:?}");
     assert!(matches!(
         calibrate_noise_multiplier(0.0, 1e-5, 10, 1.0, 1e-4),
-        Err(PldError::Accountant(AccountantError::Epsilon(_)))
+        Err(PldError::Accountant(AccountantError::TargetEpsilon(_)))
     ));
 }
