@@ -102,4 +102,18 @@ mod tests {
             Err(CalibrationError::Delta(2.0))
         );
     }
+
+    /// FM makes one Gaussian release, so PLD calibration (issue 15) has nothing to compose: its
+    /// smallest multiplier for T = 1 is the analytic mechanism's, up to the grid. `analytic` is
+    /// therefore already the least noise any accountant allows for this study.
+    #[test]
+    fn analytic_is_what_pld_calibrates_for_one_release() {
+        use crate::accountant::pld::{DEFAULT_INTERVAL, calibrate_noise_multiplier};
+        for (epsilon, delta) in [(0.1, 1e-5), (0.5, 1e-5), (2.0, 1e-6), (8.0, 1e-5)] {
+            let analytic = Calibration::Analytic.multiplier(epsilon, delta).unwrap().multiplier;
+            let pld = calibrate_noise_multiplier(epsilon, delta, 1, 1.0, DEFAULT_INTERVAL).unwrap();
+            let rel = pld.noise_multiplier / analytic - 1.0;
+            assert!(rel.abs() < 2e-4, "ε = {epsilon}: PLD {} vs {analytic}", pld.noise_multiplier);
+        }
+    }
 }
