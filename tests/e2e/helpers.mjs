@@ -302,7 +302,7 @@ export async function assertAccessible(page, what) {
  * <label>, title or its text).
  */
 export async function keyboardFindings(page, what) {
-  const expected = await page.evaluate(() => {
+  const { expected, candidates } = await page.evaluate(() => {
     const controls = [...document.querySelectorAll('input, select, textarea, button, a[href]')];
     const wanted = new Map();
     controls.forEach((el, i) => {
@@ -316,12 +316,14 @@ export async function keyboardFindings(page, what) {
       const desc = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.dataset.testid ? `[data-testid=${el.dataset.testid}]` : ''} "${(el.textContent || el.value || '').trim().slice(0, 40)}"`;
       if (!wanted.has(key)) wanted.set(key, desc);
     });
-    return [...wanted.entries()];
+    const candidates = document.querySelectorAll('input, select, textarea, button, a[href], summary, [tabindex], [contenteditable]').length;
+    return { expected: [...wanted.entries()], candidates };
   });
   const reached = new Set();
   const problems = [];
   let first = null;
-  for (let n = 0; n < expected.length + 40; n++) {
+  // Enough presses to pass every element that could take the focus, and the browser's own stops.
+  for (let n = 0; n < candidates + 10; n++) {
     await page.keyboard.press('Tab');
     const focused = await page.evaluate(() => {
       const el = document.activeElement;
