@@ -299,7 +299,7 @@ export async function assertAccessible(page, what) {
  * wrong as readable lines (empty when nothing is): every visible, enabled input, select,
  * textarea, button and link (one radio button per group, as Tab visits) must receive focus, and
  * every control that receives focus must have an accessible name (aria-labelledby, aria-label, a
- * <label>, title or its text).
+ * <label>, title or its text) and show a focus ring (an outline at least 2 px wide).
  */
 export async function keyboardFindings(page, what) {
   const { expected, candidates } = await page.evaluate(() => {
@@ -341,13 +341,22 @@ export async function keyboardFindings(page, what) {
       el.dataset.e2eKey ??= `other-${(window.__e2eOther = (window.__e2eOther ?? 0) + 1)}`;
       const key = el.type === 'radio' && el.name ? `radio:${el.name}` : el.dataset.e2eKey;
       const desc = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.dataset.testid ? `[data-testid=${el.dataset.testid}]` : ''}`;
-      return { key, desc, name };
+      // A visible focus ring (style.css, :focus-visible) on the control, or on the label that
+      // draws it when the control itself is transparent (the ledger's file input). Chromium's
+      // default ring (auto, 1 px) does not count: the app draws its own.
+      const ring = (node) => {
+        const style = node && getComputedStyle(node);
+        return !!style && style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2;
+      };
+      const shown = ring(el) || (el.parentElement?.tagName === 'LABEL' && ring(el.parentElement));
+      return { key, desc, name, shown };
     });
     if (!focused) continue; // focus left the page for the browser's own controls
     if (focused.key === first) break; // came round again: every stop has been visited
     first ??= focused.key;
     reached.add(focused.key);
     if (!focused.name) problems.push(`${what}: ${focused.desc} takes the focus but has no accessible name`);
+    if (!focused.shown) problems.push(`${what}: ${focused.desc} takes the focus but shows no focus ring`);
   }
   for (const [key, desc] of expected) {
     if (!reached.has(key)) problems.push(`${what}: ${desc} never receives the focus from Tab`);
