@@ -11,8 +11,8 @@
 // Accessibility (issue 17): axe-core reports no serious or critical violation on any of these
 // views (the site page also with every folded section open; at 1280×800 also the dashboard with
 // each other study picked), and on the landing page, the site page and the dashboard Tab reaches
-// every visible, enabled control and each one it reaches has a name. The findings of a viewport
-// are collected and reported together at its end.
+// every visible, enabled control and each one it reaches has a name and shows a focus ring. The
+// findings of a viewport are collected and reported together at its end.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
