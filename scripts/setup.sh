@@ -67,9 +67,9 @@ ensure_npm_tools() {
     ensure_node
     local stamp="$ROOT/tools/node_modules/.capelab-lock"
     if [ -f "$stamp" ] && cmp -s "$stamp" "$ROOT/tools/package-lock.json"; then
-        note "npm tools (binaryen, playwright-core): present"
+        note "npm tools (binaryen, playwright-core, axe-core): present"
     else
-        step "installing npm tools into tools/node_modules (binaryen wasm-opt, playwright-core)"
+        step "installing npm tools into tools/node_modules (binaryen wasm-opt, playwright-core, axe-core)"
         (cd "$ROOT/tools" && npm ci --no-audit --no-fund --loglevel=error)
         cp "$ROOT/tools/package-lock.json" "$stamp"
     fi

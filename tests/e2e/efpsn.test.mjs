@@ -16,6 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
+  assertAccessible,
   assertNoErrors,
   closeTab,
   openFold,
@@ -110,6 +111,8 @@ describe('EFPSN over the real relay', { concurrency: false }, () => {
     }
     await shot(dashboard, 'efpsn-01-dashboard');
     await shot(sites[0].tab, 'efpsn-02-site');
+    await assertAccessible(dashboard.page, 'efpsn: the dashboard after the study');
+    await assertAccessible(sites[0].tab.page, 'efpsn: a site after the study');
     assertNoErrors(tabs);
   });
 

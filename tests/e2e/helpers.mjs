@@ -18,6 +18,8 @@ import { fileURLToPath } from 'node:url';
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const require = createRequire(path.join(root, 'tools', 'package.json'));
 export const { chromium } = require('playwright-core');
+/** axe-core's browser build (tools/package.json pins the version), injected by `axeFindings`. */
+const AXE_PATH = require.resolve('axe-core/axe.min.js');
 
 export const relayBin = path.resolve(root, process.env.CAPELAB_RELAY_BIN ?? 'target/debug/capelab-relay');
 export const distDir = path.resolve(root, process.env.CAPELAB_DIST ?? 'dist');
@@ -255,4 +257,110 @@ export function roomSuite(before, after, siteNames) {
   });
   after(() => stopRelayAndBrowser(room));
   return room;
+}
+
+/** axe-core impacts that fail a test (issue 17: no serious or critical violation anywhere). */
+const AXE_FAILING_IMPACTS = new Set(['serious', 'critical']);
+
+/**
+ * Runs axe-core on the page as it is now and returns its serious and critical violations, one
+ * readable line per rule: `what: rule-id (impact) help — selector, selector, … <helpUrl>`.
+ * Empty when the page passes. Collect these over several pages and assert once at the end, or
+ * use `assertAccessible` for one page.
+ */
+export async function axeFindings(page, what) {
+  if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
+    await page.addScriptTag({ path: AXE_PATH });
+  }
+  const violations = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      helpUrl: v.helpUrl,
+      targets: v.nodes.map((n) => n.target.join(' ')),
+    }));
+  });
+  return violations
+    .filter((v) => AXE_FAILING_IMPACTS.has(v.impact))
+    .map((v) => `${what}: ${v.id} (${v.impact}) ${v.help} — ${v.targets.slice(0, 8).join(', ')}${v.targets.length > 8 ? `, … ${v.targets.length} in all` : ''} <${v.helpUrl}>`);
+}
+
+/** Fails with the list of axe-core's serious and critical violations on the page, if any. */
+export async function assertAccessible(page, what) {
+  const findings = await axeFindings(page, what);
+  assert.ok(findings.length === 0, `axe-core: serious or critical violations\n  ${findings.join('\n  ')}`);
+}
+
+/**
+ * Keyboard check of the page as it is now: presses Tab until focus comes round again to the
+ * first control it reached (passing through the browser's own controls), and returns what is
+ * wrong as readable lines (empty when nothing is): every visible, enabled input, select,
+ * textarea, button and link (one radio button per group, as Tab visits) must receive focus, and
+ * every control that receives focus must have an accessible name (aria-labelledby, aria-label, a
+ * <label>, title or its text) and show a focus ring (an outline at least 2 px wide).
+ */
+export async function keyboardFindings(page, what) {
+  const { expected, candidates } = await page.evaluate(() => {
+    const controls = [...document.querySelectorAll('input, select, textarea, button, a[href]')];
+    const wanted = new Map();
+    controls.forEach((el, i) => {
+      el.dataset.e2eKey = String(i);
+      if (el.disabled || el.closest('fieldset:disabled') || el.type === 'hidden') return;
+      if (el.getAttribute('tabindex') === '-1' || el.closest('[inert]')) return;
+      // Hidden by layout (display, visibility, a closed <details>, no box). An input drawn
+      // over by its styled label (opacity 0) counts as visible: it still takes the focus.
+      if (!el.checkVisibility({ visibilityProperty: true }) || el.getClientRects().length === 0) return;
+      const key = el.type === 'radio' && el.name ? `radio:${el.name}` : String(i);
+      const desc = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.dataset.testid ? `[data-testid=${el.dataset.testid}]` : ''} "${(el.textContent || el.value || '').trim().slice(0, 40)}"`;
+      if (!wanted.has(key)) wanted.set(key, desc);
+    });
+    const candidates = document.querySelectorAll('input, select, textarea, button, a[href], summary, [tabindex], [contenteditable]').length;
+    return { expected: [...wanted.entries()], candidates };
+  });
+  const reached = new Set();
+  const problems = [];
+  let first = null;
+  // Enough presses to pass every element that could take the focus, and the browser's own stops.
+  for (let n = 0; n < candidates + 10; n++) {
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => {
+      const el = document.activeElement;
+      if (!el || el === document.body || el === document.documentElement) return null;
+      const text = (node) => (node?.textContent ?? '').replace(/\s+/g, ' ').trim();
+      const byIds = (ids) => ids.split(/\s+/).map((id) => text(document.getElementById(id))).join(' ').trim();
+      const name =
+        (el.getAttribute('aria-labelledby') && byIds(el.getAttribute('aria-labelledby'))) ||
+        (el.getAttribute('aria-label') ?? '').trim() ||
+        [...(el.labels ?? [])].map(text).join(' ').trim() ||
+        (el.getAttribute('title') ?? '').trim() ||
+        (['button', 'submit', 'reset'].includes(el.type) && el.tagName === 'INPUT' ? el.value : '') ||
+        (['BUTTON', 'A', 'SUMMARY'].includes(el.tagName) ? text(el) || [...el.querySelectorAll('img[alt], svg[aria-label]')].map((i) => i.getAttribute('alt') ?? i.getAttribute('aria-label')).join(' ').trim() : '');
+      // Anything else that takes the focus (a fold's <summary>, …) gets a key of its own.
+      el.dataset.e2eKey ??= `other-${(window.__e2eOther = (window.__e2eOther ?? 0) + 1)}`;
+      const key = el.type === 'radio' && el.name ? `radio:${el.name}` : el.dataset.e2eKey;
+      const desc = `${el.tagName.toLowerCase()}${el.id ? `#${el.id}` : ''}${el.dataset.testid ? `[data-testid=${el.dataset.testid}]` : ''}`;
+      // A visible focus ring (style.css, :focus-visible) on the control, or on the label that
+      // draws it when the control itself is transparent (the ledger's file input). Chromium's
+      // default ring (auto, 1 px) does not count: the app draws its own.
+      const ring = (node) => {
+        const style = node && getComputedStyle(node);
+        return !!style && style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2;
+      };
+      const shown = ring(el) || (el.parentElement?.tagName === 'LABEL' && ring(el.parentElement));
+      return { key, desc, name, shown };
+    });
+    if (!focused) continue; // focus left the page for the browser's own controls
+    if (focused.key === first) break; // came round again: every stop has been visited
+    first ??= focused.key;
+    reached.add(focused.key);
+    if (!focused.name) problems.push(`${what}: ${focused.desc} takes the focus but has no accessible name`);
+    if (!focused.shown) problems.push(`${what}: ${focused.desc} takes the focus but shows no focus ring`);
+  }
+  for (const [key, desc] of expected) {
+    if (!reached.has(key)) problems.push(`${what}: ${desc} never receives the focus from Tab`);
+  }
+  await page.evaluate(() => document.querySelectorAll('[data-e2e-key]').forEach((el) => delete el.dataset.e2eKey));
+  return problems;
 }

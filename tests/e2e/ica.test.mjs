@@ -18,6 +18,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
+  assertAccessible,
   assertNoErrors,
   openFold,
   openRoomWithSites,
@@ -135,6 +136,8 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
 
     await shot(dashboard, 'ica-01-dashboard');
     await shot(sites[0].tab, 'ica-02-site');
+    await assertAccessible(dashboard.page, 'ica: the dashboard after the study');
+    await assertAccessible(sites[0].tab.page, 'ica: a site after the study');
     assertNoErrors(tabs);
   });
 

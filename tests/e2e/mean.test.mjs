@@ -21,6 +21,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
+  assertAccessible,
   assertNoErrors,
   closeTab,
   connectedState,
@@ -134,6 +135,9 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
     }
     await shot(dashboard, 'mean-03-dashboard-step-masked-input');
     await shot(sites[4].tab, 'mean-04-site-after-share-keys');
+    // A held round (the form locked, the step timeline, the held step's call-out): accessible too.
+    await assertAccessible(page, 'dashboard, a held step');
+    await assertAccessible(sites[0].tab.page, 'site, mid-study');
 
     gone = sites[4];
     await closeTab(tabs, gone.tab);

@@ -17,6 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
+  assertAccessible,
   assertNoErrors,
   openFold,
   openRoomWithSites,
@@ -84,6 +85,8 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
     }
     await shot(dashboard, 'nn-01-dashboard');
     await shot(sites[0].tab, 'nn-02-site');
+    await assertAccessible(dashboard.page, 'nn: the dashboard after the study');
+    await assertAccessible(sites[0].tab.page, 'nn: a site after the study');
     assertNoErrors(tabs);
   });
 

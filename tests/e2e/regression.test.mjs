@@ -21,6 +21,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
+  assertAccessible,
   assertNoErrors,
   closeTab,
   openFold,
@@ -145,6 +146,8 @@ describe('capeFM over the real relay', { concurrency: false }, () => {
     }
     await shot(dashboard, 'regression-01-dashboard');
     await shot(sites[0].tab, 'regression-02-site');
+    await assertAccessible(dashboard.page, 'regression: the dashboard after the study');
+    await assertAccessible(sites[0].tab.page, 'regression: a site after the study');
     assertNoErrors(tabs);
   });
 

@@ -14,6 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
+  assertAccessible,
   assertNoErrors,
   connectedState,
   openTab,
@@ -151,6 +152,9 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
       );
     }
     await shot(dashboard, '05-dashboard-one-left');
+    // A participant who left is drawn faded: still readable (axe-core's colour contrast).
+    await assertAccessible(page, 'dashboard, one site left');
+    await assertAccessible(sites[0].tab.page, 'site, one peer left');
     assertNoErrors(tabs);
   });
 
@@ -174,6 +178,8 @@ describe('capelab room over the real relay', { concurrency: false }, () => {
       timeout: STEP_TIMEOUT_MS,
     });
     await shot(site.tab, '06-site-reconnecting');
+    // The room as last known while offline is drawn faded: still readable.
+    await assertAccessible(page, 'site, reconnecting');
 
     await context.setOffline(false);
     await connectedState(site.tab);

@@ -7,14 +7,22 @@
 // code, the QR code and the site count (while joining), then the study's centrepiece and every
 // site's budget bar (after the study), lie inside the viewport. Full-page screenshots go to
 // tests/artifacts/screens-<viewport>-<view>.png. Env and conventions: see helpers.mjs.
+//
+// Accessibility (issue 17): axe-core reports no serious or critical violation on any of these
+// views (the site page also with every folded section open; at 1280×800 also the dashboard with
+// each other study picked), and on the landing page, the site page and the dashboard Tab reaches
+// every visible, enabled control and each one it reaches has a name and shows a focus ring. The
+// findings of a viewport are collected and reported together at its end.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
   assertNoErrors,
+  axeFindings,
   createRoom,
   joinAsSite,
+  keyboardFindings,
   openTab,
   shot,
   startRelayAndBrowser,
@@ -34,6 +42,8 @@ const VIEWPORTS = [
   { name: '1920x1080', viewport: { width: 1920, height: 1080 }, device: {}, projector: true },
 ];
 const SITES = ['Clinic North', 'Clinic South', 'Clinic East'];
+/** The dashboard's other studies (web/src/components/study/registry.rs), checked once each. */
+const STUDY_KEYS = ['regression', 'nn', 'ica', 'efpsn', 'vvi'];
 
 /** The page is no wider than its viewport. */
 async function assertFits(tab, what) {
@@ -53,6 +63,32 @@ async function assertInView(tab, selector, what) {
     assert.ok(box && box.width > 0 && box.height > 0, `${what}: ${selector} is shown`);
     const inside = box.x >= 0 && box.y >= 0 && box.x + box.width <= width + 0.5 && box.y + box.height <= height + 0.5;
     assert.ok(inside, `${what}: ${selector} at ${JSON.stringify(box)} is outside ${width}×${height}`);
+  }
+}
+
+/**
+ * The site page with every folded section (`<details>`) open, for `check`; closed again after,
+ * so the screenshots that follow show the page as a user first sees it.
+ */
+async function withFoldsOpen(tab, check) {
+  const opened = await tab.page.$$eval('details:not([open])', (folds) =>
+    folds.map((d, i) => {
+      d.open = true;
+      d.dataset.e2eOpened = String(i);
+      return i;
+    }),
+  );
+  try {
+    return await check();
+  } finally {
+    if (opened.length) {
+      await tab.page.$$eval('details[data-e2e-opened]', (folds) =>
+        folds.forEach((d) => {
+          d.open = false;
+          delete d.dataset.e2eOpened;
+        }),
+      );
+    }
   }
 }
 
@@ -85,6 +121,10 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
         return tab;
       };
       const view = (what) => `screens-${name}-${what}`;
+      // What axe-core and the keyboard check find, reported together at the end.
+      const a11y = [];
+      const axe = async (tab, what) => a11y.push(...(await axeFindings(tab.page, `${name} ${what}`)));
+      const keyboard = async (tab, what) => a11y.push(...(await keyboardFindings(tab.page, `${name} ${what}`)));
 
       // The landing page, then the dashboard it creates.
       const dashboard = await open('dashboard');
@@ -92,6 +132,8 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
       await dashboard.page.waitForSelector('[data-testid="create-room"]', { timeout: STEP_TIMEOUT_MS });
       await assertFits(dashboard, 'landing');
       await shot(dashboard, view('landing'));
+      await axe(dashboard, 'landing');
+      await keyboard(dashboard, 'landing');
       const { joinLink } = await createRoom(dashboard, base);
 
       // Sites join; an idle site page.
@@ -114,8 +156,15 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
         assert.ok(scrollHeight <= 2 * innerHeight, `an idle site is ${scrollHeight} px tall: more than two ${innerHeight} px screens`);
       }
       await shot(site, view('site-idle'));
+      await axe(site, 'idle site');
+      await withFoldsOpen(site, async () => {
+        await axe(site, 'idle site, folds open');
+        await keyboard(site, 'idle site, folds open');
+      });
       await assertFits(dashboard, 'dashboard');
       await shot(dashboard, view('dashboard'));
+      await axe(dashboard, 'dashboard');
+      await keyboard(dashboard, 'dashboard');
 
       // The presenter view while people join.
       await togglePresenter(dashboard, true);
@@ -128,6 +177,7 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
         }
       }
       await shot(dashboard, view('presenter-joining'));
+      await axe(dashboard, 'presenter (joining)');
 
       // The private mean at its defaults (without step-by-step): the site during and after it.
       await togglePresenter(dashboard, false);
@@ -141,11 +191,17 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
       await site.page.waitForSelector('[data-testid="ledger-study"]', { timeout: STEP_TIMEOUT_MS });
       await assertFits(site, 'site after a study');
       await shot(site, view('site-after'));
+      await withFoldsOpen(site, async () => {
+        await axe(site, 'site after a study, folds open');
+        await keyboard(site, 'site after a study, folds open');
+      });
       // The result came into view and was announced.
       const status = await dashboard.page.textContent('[data-testid="study-status"]');
       assert.match(status, /Round 1 has a result/);
       await assertFits(dashboard, 'dashboard after a study');
       await shot(dashboard, view('dashboard-after'));
+      await axe(dashboard, 'dashboard after a study');
+      await keyboard(dashboard, 'dashboard after a study');
 
       // The presenter view after the study: the centrepiece and every site's budget bar.
       await togglePresenter(dashboard, true);
@@ -157,7 +213,21 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
         await assertInView(dashboard, '[data-testid="present-budget"]', 'presenter (study) budget bar');
       }
       await shot(dashboard, view('presenter-study'));
+      await axe(dashboard, 'presenter (study)');
 
+      // Every other study's form on the dashboard (once, on the laptop), then back to the mean.
+      if (name === '1280x800') {
+        await togglePresenter(dashboard, false);
+        for (const key of STUDY_KEYS) {
+          await dashboard.page.click(`[data-testid="pick-${key}"]`);
+          await dashboard.page.waitForSelector(`[data-testid="study-section"][data-study="${key}"]`, { timeout: STEP_TIMEOUT_MS });
+          await axe(dashboard, `dashboard, ${key} picked`);
+          await keyboard(dashboard, `dashboard, ${key} picked`);
+        }
+        await dashboard.page.click('[data-testid="pick-mean"]');
+      }
+
+      assert.ok(a11y.length === 0, `accessibility at ${name}:\n  ${a11y.join('\n  ')}`);
       assertNoErrors(tabs);
       for (const tab of tabs) await tab.context.close();
     });

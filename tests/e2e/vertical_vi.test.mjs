@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 
-import { assertNoErrors, closeTab, roomSuite, shot, STEP_TIMEOUT_MS } from './helpers.mjs';
+import { assertAccessible, assertNoErrors, closeTab, roomSuite, shot, STEP_TIMEOUT_MS } from './helpers.mjs';
 
 const SITE_NAMES = ['Party A', 'Party B', 'Dealer'];
 const RUN_TIMEOUT_MS = 60_000;
@@ -64,6 +64,8 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
     assert.equal(lines.length, 401, 'N rows of the twin and the header');
     await shot(dashboard, 'vvi-01-dashboard');
     await shot(sites[0].tab, 'vvi-02-party');
+    await assertAccessible(dashboard.page, 'vvi: the dashboard after the study');
+    await assertAccessible(sites[0].tab.page, 'vvi: a site after the study');
     assertNoErrors(tabs);
   });
 

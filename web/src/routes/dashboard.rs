@@ -62,7 +62,7 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
     };
     view! {
         <header class="topbar">
-            <span class="brand">"capelab"</span>
+            <h1 class="brand">"capelab"</h1>
             <span class="role-tag">"Dashboard"</span>
             <ConnectionBadge status=state.status />
             <button

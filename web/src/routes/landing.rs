@@ -42,7 +42,7 @@ pub fn Landing(invited_room: Option<String>, go: Callback<Screen>) -> impl IntoV
     };
     view! {
         <header class="topbar">
-            <span class="brand">"capelab"</span>
+            <h1 class="brand">"capelab"</h1>
         </header>
         <main class="landing">
             <p class="lede">"Private computation across sites, live in the classroom."</p>

@@ -65,7 +65,7 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
     };
     view! {
         <header class="topbar">
-            <span class="brand">"capelab"</span>
+            <h1 class="brand">"capelab"</h1>
             <span class="role-tag">"Site"</span>
             <ConnectionBadge status=state.status />
             <button

@@ -48,9 +48,10 @@ pub fn StudyFrame(
         })
         .collect_view();
     view! {
-        <nav class="card span-all study-picker" data-testid="study-picker" role="tablist" aria-label="Study">
-            <span class="label">"Study"</span>
-            <div class="picker-tabs">{tabs}</div>
+        <nav class="card span-all study-picker" data-testid="study-picker" aria-labelledby="study-picker-label">
+            <span class="label" id="study-picker-label">"Study"</span>
+            // The tab list holds only the tabs (ARIA); the status line is the nav's, beside it.
+            <div class="picker-tabs" role="tablist" aria-labelledby="study-picker-label">{tabs}</div>
             <p class="study-status" role="status" aria-live="polite" data-testid="study-status">{announcement}</p>
         </nav>
         <section class="span-all study-section" node_ref=section data-testid="study-section" data-study=move || picked.get()>
