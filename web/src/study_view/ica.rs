@@ -16,7 +16,7 @@ use crate::components::charts::line::{LineChartSpec, Marker, Series};
 use crate::components::charts::scale::{Scale, format_value};
 use crate::components::charts::svg::PALETTE;
 use crate::study_driver::ica_run::{IcaLive, IcaPoint, MapsView};
-use crate::study_view::bounds::{BoundPair, GaussianRun, PLD_LABEL, RDP_LABEL};
+use crate::study_view::bounds::{BoundPair, GaussianRun};
 
 /// The true maps above the recovered ones, matched (permutation and sign) to them.
 pub fn maps_spec(maps: &MapsView, q: Option<f64>, title: &str) -> HeatmapSpec {
@@ -289,6 +289,7 @@ pub fn iterations_csv(points: &[IcaPoint]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::study_view::bounds::{PLD_LABEL, RDP_LABEL};
 
     fn points() -> Vec<IcaPoint> {
         (1..=3)
