@@ -205,10 +205,10 @@ pub fn bound_lines(
         }
         runs.extend(GaussianRun::of_study(p).map(|r| (r, p.delta)));
     }
-    if let [(a, delta), (b, _)] = runs[..] {
-        if let Ok(both) = BoundPair::gaussians(&[a, b], delta) {
-            lines.push(format!("Both steps composed: {}.", both.sentence()));
-        }
+    if let [(a, delta), (b, _)] = runs[..]
+        && let Ok(both) = BoundPair::gaussians(&[a, b], delta)
+    {
+        lines.push(format!("Both steps composed: {}.", both.sentence()));
     }
     lines
 }

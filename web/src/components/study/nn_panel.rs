@@ -38,10 +38,8 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let mode = RwSignal::new("upfront".to_owned());
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let running = move || study.view.busy();
-    // The form as typed (tracked: the live calibration follows every keystroke).
+    // What the calibration reads of the form (tracked: it follows every keystroke).
     let typed = move || NnFields {
-        scope: EpsilonScope::from_value(&scope.get()),
-        epsilon_per_iteration: epsilon.get(),
         epsilon_study: epsilon_study.get(),
         delta: delta.get(),
         iterations: iterations.get(),
