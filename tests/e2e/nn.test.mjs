@@ -5,8 +5,10 @@
 //
 // What is checked:
 // - J = 20 iterations of CAPE training run to the end: the accuracy chart has J points, the
-//   held-out accuracy at the end is a finite number above chance, the guarantee is shown, and
-//   each site's ledger holds J releases (one per iteration it released).
+//   held-out accuracy at the end is a finite number above chance, the guarantee is shown under
+//   PLD (exact for Gaussians) and RDP with PLD the bound charged, each site's ledger holds J
+//   releases (one per iteration it released), and the dashboard's budget rows say each site is
+//   charged by PLD. Picking "ε for the whole study" shows the calibrated z live.
 // - a non-private comparison run: the sites that ticked the opt-in take part, the one that did
 //   not declines and the dashboard shows its reason; its ledger records nothing; the two runs
 //   appear together in the comparison chart.
@@ -25,6 +27,7 @@ import {
   startRelayAndBrowser,
   STEP_TIMEOUT_MS,
   stopRelayAndBrowser,
+  waitForCount,
 } from './helpers.mjs';
 
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
@@ -76,13 +79,36 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
     assert.equal(dots.length, J, 'the chart draws J dots');
     const final = Number(await attr(page, accuracy, 'data-final'));
     assert.ok(Number.isFinite(final) && final > 0.6, `held-out accuracy above chance: ${final}`);
-    const eps = Number(await attr(page, `${result} [data-testid="nn-guarantee"]`, 'data-epsilon'));
+    const guarantee = `${result} [data-testid="nn-guarantee"]`;
+    const eps = Number(await attr(page, guarantee, 'data-epsilon'));
     assert.ok(Number.isFinite(eps) && eps > 0, `the guarantee's ε (${eps})`);
+    const pld = Number(await attr(page, guarantee, 'data-pld'));
+    const rdp = Number(await attr(page, guarantee, 'data-rdp'));
+    assert.equal(pld, eps, 'the guarantee is the PLD figure');
+    assert.ok(pld <= rdp, `PLD ${pld} ≤ RDP ${rdp}`);
+    assert.equal(await attr(page, guarantee, 'data-bound'), 'PLD');
+    assert.match(await page.textContent(guarantee), /PLD \(exact for Gaussians\) ε = .*RDP \(improved conversion\) ε = .*the tighter, PLD/);
     await page.waitForSelector(`${result} [data-testid="nn-epsilon-chart"] svg`);
     for (const site of sites) {
       await site.tab.page.waitForSelector(`[data-testid="nn-site"][data-released="${J}"]`, { timeout: STEP_TIMEOUT_MS });
       assert.equal(await ledgerCount(site), J, `${site.name}: one release per iteration`);
     }
+    // the dashboard's budget rows: every site charged by PLD, its RDP total above
+    await waitForCount(page, `[data-testid="budget-row"][data-releases="${J}"][data-bound="PLD"]`, sites.length);
+    const rows = await page.$$eval('[data-testid="budget-row"]', (els) =>
+      els.map((e) => [Number(e.dataset.spent), Number(e.dataset.pld), Number(e.dataset.rdp)]),
+    );
+    for (const [spent, rowPld, rowRdp] of rows) {
+      assert.ok(spent === rowPld && rowPld < rowRdp, `spent ${spent}, PLD ${rowPld}, RDP ${rowRdp}`);
+    }
+    // a target for the whole study: the multiplier PLD needs, and RDP's, as the user types
+    await page.selectOption('#nn-epsilon-scope', 'study');
+    await page.fill('#nn-epsilon-study', '4');
+    const calibration = await page.waitForSelector('[data-testid="nn-calibration"]', { timeout: STEP_TIMEOUT_MS });
+    assert.match(await calibration.textContent(), /^PLD: z = [\d.]+ per iteration; RDP needs [\d.]+ \([\d.]+% more noise\)$/);
+    await page.fill('#nn-epsilon-study', '0');
+    await page.waitForSelector('[data-testid="nn-calibration-error"]', { timeout: STEP_TIMEOUT_MS });
+    await page.selectOption('#nn-epsilon-scope', 'iteration');
     await shot(dashboard, 'nn-01-dashboard');
     await shot(sites[0].tab, 'nn-02-site');
     await assertAccessible(dashboard.page, 'nn: the dashboard after the study');

@@ -9,6 +9,7 @@ envelope and never reads it.
 */
 
 use capelab_core::accountant::Ledger;
+use capelab_core::accountant::ledger::Bound;
 use capelab_core::codec::{self, DecodeError};
 use serde::{Deserialize, Serialize};
 
@@ -26,8 +27,14 @@ pub struct LedgerReport {
     pub site: String,
     pub budget_epsilon: f64,
     pub budget_delta: f64,
-    /// ε spent so far at the budget's δ.
+    /// ε spent so far at the budget's δ: the tighter of the two totals below.
     pub spent: f64,
+    /// The same total under RDP and under PLD, and which one `spent` is, so the dashboard can
+    /// say which bound each site is charged by (the site's ledger panel shows the same).
+    pub spent_rdp: f64,
+    /// +∞ when the site's ledger could not compute the PLD (then RDP is charged).
+    pub spent_pld: f64,
+    pub bound: Bound,
     /// How many releases the ledger holds in all (the list below may be cut).
     pub release_count: usize,
     /// The newest releases, oldest first.
@@ -47,11 +54,15 @@ impl LedgerReport {
     pub fn of(ledger: &Ledger) -> Self {
         let entries = ledger.entries();
         let skip = entries.len().saturating_sub(MAX_RELEASES);
+        let spend = ledger.spend();
         LedgerReport {
             site: ledger.site().to_owned(),
             budget_epsilon: ledger.budget().epsilon,
             budget_delta: ledger.budget().delta,
-            spent: ledger.spent(),
+            spent: spend.epsilon,
+            spent_rdp: spend.rdp,
+            spent_pld: spend.pld,
+            bound: spend.bound,
             release_count: entries.len(),
             releases: entries[skip..]
                 .iter()
@@ -116,6 +127,10 @@ mod tests {
         assert_eq!((report.budget_epsilon, report.budget_delta), (10.0, 1e-5));
         assert_eq!(report.release_count, 4);
         assert_eq!(report.spent, ledger.spent());
+        // both totals travel, and which one is charged: unsampled Gaussians, so PLD
+        assert_eq!((report.spent_pld, report.spent_rdp), (ledger.spend().pld, ledger.spend().rdp));
+        assert!(report.spent_pld < report.spent_rdp, "{report:?}");
+        assert_eq!((report.bound, report.spent), (Bound::Pld, report.spent_pld));
         assert_eq!(report.releases[3].epsilon_after, ledger.spent());
         assert_eq!(LedgerReport::decode(&report.encode()).unwrap(), report);
         assert!(LedgerReport::decode(&[0xff, 0xff]).is_err());

@@ -1,5 +1,6 @@
 //! The dashboard's "Private mean" form, read and checked before anything is sent.
 
+use capelab_core::accountant::{Event, PldAccountant};
 use capelab_core::data::Bounds;
 use capelab_core::fm::{Calibration as FmCalibration, Model};
 use capelab_core::secagg;
@@ -9,6 +10,7 @@ use capelab_core::study::mean::{Calibration, Query, StudyConfigError, StudyParam
 use capelab_core::study::regression::RegressionQuery;
 use capelab_core::wire::ParticipantId;
 
+use super::target::{EpsilonScope, TARGET_FIELD, TargetCalibration};
 use crate::public_bounds::{BoundsError, DEFAULT_BOUNDS_TEXT, parse_bounds};
 
 /// What the teacher typed, as text (the form's fields).
@@ -158,7 +160,11 @@ impl RegressionFields {
 /// The dashboard's "Neural network (CAPE gradient descent)" form, as text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NnFields {
+    /// Whether the user typed ε per iteration or a target for the whole study.
+    pub scope: EpsilonScope,
     pub epsilon_per_iteration: String,
+    /// The whole-study target ([`EpsilonScope::WholeStudy`]), met under PLD.
+    pub epsilon_study: String,
     pub delta: String,
     pub iterations: String,
     pub records_per_site: String,
@@ -172,7 +178,9 @@ pub struct NnFields {
 impl Default for NnFields {
     fn default() -> Self {
         NnFields {
+            scope: EpsilonScope::PerIteration,
             epsilon_per_iteration: "0.5".into(),
+            epsilon_study: "5".into(),
             delta: "1e-5".into(),
             iterations: "60".into(),
             records_per_site: "200".into(),
@@ -192,7 +200,10 @@ pub struct NnForm {
     pub params: IterativeParams,
     pub task: NnTask,
     pub learning_rate: f64,
+    /// As typed, or (whole-study target) one iteration's own ε at z, by exact composition.
     pub epsilon_per_iteration: f64,
+    /// The whole-study calibration, when the form asked for one.
+    pub calibration: Option<TargetCalibration>,
 }
 
 impl NnFields {
@@ -202,16 +213,29 @@ impl NnFields {
         if sites.len() < 2 {
             return Err(FormError::TooFewSites { present: sites.len() });
         }
-        let epsilon = real("ε per iteration", &self.epsilon_per_iteration)?;
         let delta = real("δ", &self.delta)?;
         let iterations = count("iterations J", &self.iterations)?;
+        let (epsilon, z, calibration) = match self.scope {
+            EpsilonScope::PerIteration => {
+                let epsilon = real("ε per iteration", &self.epsilon_per_iteration)?;
+                let z = IterativeParams::noise_multiplier_for(
+                    epsilon,
+                    delta,
+                    FmCalibration::default(),
+                )?;
+                (epsilon, z, None)
+            }
+            EpsilonScope::WholeStudy => {
+                let c = self.calibration()?;
+                (per_release_epsilon(c.noise_multiplier, delta)?, c.noise_multiplier, Some(c))
+            }
+        };
         let records = count("records per site N_s", &self.records_per_site)?;
         let features = count("features D", &self.features)?;
         let hidden = count("hidden units H", &self.hidden)?;
         let clip = positive("clipping norm C", real("clipping norm C", &self.clip)?)?;
         let learning_rate = positive("learning rate", real("learning rate", &self.learning_rate)?)?;
         let task = NnTask { features, hidden, clip };
-        let z = IterativeParams::noise_multiplier_for(epsilon, delta, FmCalibration::default())?;
         let params = IterativeParams::new(
             sites,
             self.mode,
@@ -221,8 +245,34 @@ impl NnFields {
             z,
             delta,
         )?;
-        Ok(NnForm { params, task, learning_rate, epsilon_per_iteration: epsilon })
+        Ok(NnForm { params, task, learning_rate, epsilon_per_iteration: epsilon, calibration })
     }
+
+    /// The whole-study target's calibration from the typed target, δ and J (the form shows it
+    /// live, [`TargetCalibration::summary`]).
+    pub fn calibration(&self) -> Result<TargetCalibration, FormError> {
+        let target = real(TARGET_FIELD, &self.epsilon_study)?;
+        let delta = real("δ", &self.delta)?;
+        let iterations = real_count("iterations J", &self.iterations)?;
+        TargetCalibration::new(target, delta, iterations)
+    }
+}
+
+/// One Gaussian release's own ε at `delta` (exact): what "ε per iteration" means for a study
+/// calibrated for its whole length.
+pub(super) fn per_release_epsilon(z: f64, delta: f64) -> Result<f64, FormError> {
+    let mut a = PldAccountant::default();
+    let event =
+        Event::gaussian("iteration", z, 1).map_err(|e| FormError::Invalid(e.to_string()))?;
+    a.compose(&event);
+    Ok(a.epsilon(delta).map_err(|e| FormError::Invalid(format!("δ: {e}")))?.epsilon)
+}
+
+/// A whole number ≥ 0 (0 is left for the calibration to refuse by name).
+pub(super) fn real_count(field: &'static str, text: &str) -> Result<usize, FormError> {
+    text.trim()
+        .parse::<usize>()
+        .map_err(|_| FormError::NotACount { field, value: text.trim().to_owned() })
 }
 
 pub(super) fn positive(field: &'static str, value: f64) -> Result<f64, FormError> {
@@ -316,6 +366,35 @@ mod tests {
             NnFields::default().read(vec![2]).unwrap_err(),
             FormError::TooFewSites { present: 1 }
         );
+    }
+
+    #[test]
+    fn the_nn_form_calibrates_z_for_a_whole_study_target_under_pld() {
+        let fields = NnFields {
+            scope: EpsilonScope::WholeStudy,
+            epsilon_study: "4".into(),
+            ..NnFields::default()
+        };
+        let form = fields.read(vec![2, 3]).unwrap();
+        let c = form.calibration.expect("a whole-study target calibrates");
+        assert_eq!(c, fields.calibration().unwrap());
+        assert_eq!((c.target_epsilon, c.iterations), (4.0, 60));
+        assert_eq!(form.params.noise_multiplier, c.noise_multiplier);
+        assert!(c.epsilon <= 4.0 && c.rdp_noise_multiplier > c.noise_multiplier, "{c:?}");
+        // one iteration's own ε is what the study composes 60 times
+        assert!(form.epsilon_per_iteration > 0.0 && form.epsilon_per_iteration < 4.0);
+        // the per-iteration field is ignored, a bad target is named
+        let ignored = NnFields { epsilon_per_iteration: "x".into(), ..fields.clone() };
+        assert!(ignored.read(vec![2, 3]).is_ok());
+        let bad = |f: NnFields| f.read(vec![2, 3]).unwrap_err().to_string();
+        let no_target = NnFields { epsilon_study: "0".into(), ..fields.clone() };
+        assert!(bad(no_target).starts_with(TARGET_FIELD));
+        let words = NnFields { epsilon_study: "lots".into(), ..fields.clone() };
+        assert!(bad(words).starts_with(TARGET_FIELD));
+        let big_delta = NnFields { delta: "2".into(), ..fields.clone() };
+        assert!(bad(big_delta).starts_with("δ"));
+        let no_j = NnFields { iterations: "0".into(), ..fields };
+        assert!(bad(no_j).starts_with("iterations J"));
     }
 
     #[test]

@@ -21,7 +21,8 @@ use capelab_core::study::iterative::{IterativeParams, NoiseMode};
 use capelab_core::wire::ParticipantId;
 use serde::{Deserialize, Serialize};
 
-use super::form::{FormError, count, positive, real};
+use super::form::{FormError, count, positive, real, real_count};
+use super::target::{EpsilonScope, TARGET_FIELD, TargetCalibration};
 
 /// The form's fields as typed.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,7 +34,11 @@ pub struct IcaFields {
     pub preset: SyntheticPreset,
     pub unit: PrivacyUnit,
     pub epsilon_pca: String,
+    /// Whether capeDJICA's ε is per release (ε_i) or a target for all J iterations.
+    pub scope: EpsilonScope,
     pub epsilon_iteration: String,
+    /// capeDJICA's whole-run target ([`EpsilonScope::WholeStudy`]), met under PLD.
+    pub epsilon_study: String,
     pub delta: String,
     pub iterations: String,
     pub clip: String,
@@ -58,7 +63,9 @@ impl Default for IcaFields {
             preset: SyntheticPreset::WellConditioned,
             unit: PrivacyUnit::TimePoint,
             epsilon_pca: "1".into(),
+            scope: EpsilonScope::PerIteration,
             epsilon_iteration: "0.2".into(),
+            epsilon_study: "5".into(),
             delta: "1e-2".into(),
             iterations: "150".into(),
             clip: "30".into(),
@@ -95,8 +102,13 @@ pub struct IcaForm {
     pub mode: NoiseMode,
     /// (ε_p, δ) of capePCA's one release.
     pub pca_level: GaussianLevel,
-    /// (ε_i, δ) of each of capeDJICA's two releases per iteration (the paper's ε_i).
+    /// (ε_i, δ) of each of capeDJICA's two releases per iteration (the paper's ε_i). With a
+    /// whole-run target, the ε_i whose multiplier is the calibrated one.
     pub level: GaussianLevel,
+    /// capeDJICA's whole-run calibration, when the form asked for one: its multiplier is the one
+    /// announced (and recorded in the ledgers) per iteration.
+    #[serde(default)]
+    pub calibration: Option<TargetCalibration>,
     pub max_iterations: u32,
     pub bounds: ClipBounds,
     pub pca_params: IterativeParams,
@@ -112,12 +124,18 @@ impl IcaFields {
         let delta = real("δ", &self.delta)?;
         let pca_level =
             GaussianLevel { epsilon: positive("ε_p", real("ε_p", &self.epsilon_pca)?)?, delta };
-        let level = GaussianLevel {
-            epsilon: positive("ε_i", real("ε_i", &self.epsilon_iteration)?)?,
-            delta,
-        };
         let iterations = count("iterations J", &self.iterations)?;
         let max_iterations = u32::try_from(iterations).unwrap_or(u32::MAX);
+        let (level, calibration) = match self.scope {
+            EpsilonScope::PerIteration => {
+                let epsilon = positive("ε_i", real("ε_i", &self.epsilon_iteration)?)?;
+                (GaussianLevel { epsilon, delta }, None)
+            }
+            EpsilonScope::WholeStudy => {
+                let c = self.calibration()?;
+                (equivalent_level(c.noise_multiplier, delta)?, Some(c))
+            }
+        };
         let clip = positive("B_G", real("B_G", &self.clip)?)?;
         let bounds = ClipBounds { gradient: clip, bias: clip.sqrt() };
         let pca_task = PcaTask {
@@ -146,6 +164,7 @@ impl IcaFields {
             mode: self.mode,
             pca_level,
             level,
+            calibration,
             max_iterations,
             bounds,
             pca_params,
@@ -156,6 +175,15 @@ impl IcaFields {
             form.djica_task(vec![0.0; form.data.components * form.data.voxels]),
         )?;
         Ok(form)
+    }
+
+    /// capeDJICA's whole-run calibration from the typed target, δ and J: the multiplier of each
+    /// iteration's one release (the form shows it live).
+    pub fn calibration(&self) -> Result<TargetCalibration, FormError> {
+        let target = real(TARGET_FIELD, &self.epsilon_study)?;
+        let delta = real("δ", &self.delta)?;
+        let iterations = real_count("iterations J", &self.iterations)?;
+        TargetCalibration::new(target, delta, iterations)
     }
 
     fn data_spec(&self) -> Result<DataSpec, FormError> {
@@ -206,6 +234,15 @@ impl IcaFields {
     }
 }
 
+/// The paper's ε_i whose two releases per iteration make one release at multiplier `m`
+/// ([`noise_for`]: m = z/√2 with z = c(δ)/ε_i), so ε_i = c(δ)/(m·√2).
+fn equivalent_level(m: f64, delta: f64) -> Result<GaussianLevel, FormError> {
+    let c = GaussianLevel { epsilon: 1.0, delta }
+        .multiplier()
+        .map_err(|e| FormError::Invalid(format!("δ: {e}")))?;
+    Ok(GaussianLevel { epsilon: c / (m * std::f64::consts::SQRT_2), delta })
+}
+
 impl IcaForm {
     /// capeDJICA's task once capePCA released K.
     pub fn djica_task(&self, projection: Vec<f64>) -> DjicaTask {
@@ -226,8 +263,11 @@ impl IcaForm {
         task: DjicaTask,
     ) -> Result<(IterativeParams, DjicaTask), FormError> {
         let (samples, longest) = (self.data.min_samples, self.data.longest_subject);
-        let (sensitivity, z) = noise_for(&task, self.level, samples, longest)
-            .map_err(|e| FormError::Invalid(format!("ε_i: {e}")))?;
+        let (sensitivity, z) = match &self.calibration {
+            Some(c) => (task.sensitivity(samples, longest), c.noise_multiplier),
+            None => noise_for(&task, self.level, samples, longest)
+                .map_err(|e| FormError::Invalid(format!("ε_i: {e}")))?,
+        };
         let params = IterativeParams::new(
             sites.to_vec(),
             self.mode,
@@ -276,6 +316,42 @@ mod tests {
         assert!(bad(|f| f.epsilon_iteration = "-1".into()).contains("ε_i"));
         assert!(bad(|f| f.components = "x".into()).contains("components R"));
         assert!(IcaFields::default().read(vec![1]).is_err());
+    }
+
+    #[test]
+    fn a_whole_run_target_sets_capedjicas_multiplier_under_pld() {
+        use capelab_core::accountant::PldAccountant;
+
+        let fields = IcaFields {
+            scope: EpsilonScope::WholeStudy,
+            epsilon_study: "6".into(),
+            epsilon_iteration: "not read".into(),
+            ..IcaFields::default()
+        };
+        let form = fields.read(vec![1, 2, 3, 4]).unwrap();
+        let c = form.calibration.expect("calibrated");
+        assert_eq!((c.target_epsilon, c.iterations, c.delta), (6.0, 150, 1e-2));
+        let (params, _) =
+            form.djica_params(&[1, 2, 3, 4], form.djica_task(vec![0.0; 8 * 400])).unwrap();
+        assert_eq!(params.noise_multiplier, c.noise_multiplier);
+        // J releases at that multiplier meet the target in the aggregator's view
+        let mut a = PldAccountant::default();
+        a.compose(&params.event("djica".into(), 150, 1.0).unwrap());
+        assert!(a.epsilon(1e-2).unwrap().epsilon <= 6.0);
+        assert!(c.rdp_noise_multiplier > c.noise_multiplier);
+        // the equivalent ε_i gives the same multiplier through the paper's calibration
+        let task = form.djica_task(vec![0.0; 8 * 400]);
+        let (_, z) = noise_for(&task, form.level, 2000, 250).unwrap();
+        assert!((z / c.noise_multiplier - 1.0).abs() < 1e-12, "{z} vs {c:?}");
+        // capePCA keeps ε_p
+        assert_eq!(form.pca_level.epsilon, 1.0);
+        let bad = |f: IcaFields| f.read(vec![1, 2]).unwrap_err().to_string();
+        assert!(
+            bad(IcaFields { epsilon_study: "-2".into(), ..fields.clone() })
+                .starts_with(TARGET_FIELD)
+        );
+        assert!(bad(IcaFields { delta: "1".into(), ..fields.clone() }).starts_with("δ"));
+        assert!(bad(IcaFields { iterations: "0".into(), ..fields }).starts_with("iterations J"));
     }
 
     #[test]

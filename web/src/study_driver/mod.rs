@@ -6,6 +6,7 @@ The protocol drivers: the one place where transport events meet the private-mean
 - [`site`]: a site tab runs a `MeanSite` per study, with its ledger and its local data.
 - [`wire`]: the transport the roles send through, and the log of what the relay saw.
 - [`form`]: the dashboard's study forms, checked by the core before anything is sent.
+- [`target`]: "ε for the whole study": the multiplier calibrated under PLD (and RDP's).
 - [`ica_form`], [`ica_run`]: the Joint ICA study (capePCA, then capeDJICA) on the dashboard; each
   site's part runs in its Web Worker ([`crate::worker`]).
 - [`efpsn_run`]: the EFPSN study (seed 003) on the dashboard: the task from the form, the core's
@@ -26,6 +27,7 @@ pub mod ica_run;
 pub mod nn_run;
 pub mod site;
 pub mod step_gate;
+pub mod target;
 pub mod vvi_run;
 pub mod wire;
 

@@ -8,7 +8,7 @@ scores what the study recovers without seeing any site's data.
 */
 
 use capelab_core::djica::PrivacyUnit;
-use capelab_core::study::iterative::NoiseMode;
+use capelab_core::study::iterative::{IterativePrivacy, NoiseMode};
 use serde_json::json;
 
 use crate::components::charts::heatmap::{HeatmapSpec, Tile};
@@ -16,6 +16,7 @@ use crate::components::charts::line::{LineChartSpec, Marker, Series};
 use crate::components::charts::scale::{Scale, format_value};
 use crate::components::charts::svg::PALETTE;
 use crate::study_driver::ica_run::{IcaLive, IcaPoint, MapsView};
+use crate::study_view::bounds::{BoundPair, GaussianRun};
 
 /// The true maps above the recovered ones, matched (permutation and sign) to them.
 pub fn maps_spec(maps: &MapsView, q: Option<f64>, title: &str) -> HeatmapSpec {
@@ -169,6 +170,46 @@ pub fn cost_lines(live: &IcaLive) -> Vec<String> {
             p.iteration
         ));
     }
+    if let Some(c) = &live.form.calibration {
+        lines.push(format!(
+            "capeDJICA's noise was calibrated for ε = {} over all {} iterations (aggregator \
+             view): {}.",
+            format_value(c.target_epsilon),
+            c.iterations,
+            c.summary()
+        ));
+    }
+    let pca = live.pca.as_ref().and_then(|o| o.privacy.clone());
+    let djica = live.djica.as_ref().and_then(|o| o.privacy.clone());
+    lines.extend(bound_lines(pca.as_ref(), djica.as_ref()));
+    lines
+}
+
+/// capePCA's and capeDJICA's guarantees (their full views) under PLD and under RDP, and both
+/// steps composed as a site's ledger composes them, with the bound it charges.
+pub fn bound_lines(
+    pca: Option<&IterativePrivacy>,
+    djica: Option<&IterativePrivacy>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut runs = Vec::new();
+    for (name, privacy) in [("capePCA", pca), ("capeDJICA", djica)] {
+        let Some(p) = privacy else { continue };
+        if let Some(b) = BoundPair::of_study(p) {
+            lines.push(format!(
+                "{name} after {} release(s), {}: {}.",
+                p.iterations,
+                p.guarantee_view,
+                b.sentence()
+            ));
+        }
+        runs.extend(GaussianRun::of_study(p).map(|r| (r, p.delta)));
+    }
+    if let [(a, delta), (b, _)] = runs[..]
+        && let Ok(both) = BoundPair::gaussians(&[a, b], delta)
+    {
+        lines.push(format!("Both steps composed: {}.", both.sentence()));
+    }
     lines
 }
 
@@ -248,6 +289,7 @@ pub fn iterations_csv(points: &[IcaPoint]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::study_view::bounds::{PLD_LABEL, RDP_LABEL};
 
     fn points() -> Vec<IcaPoint> {
         (1..=3)
@@ -269,6 +311,47 @@ mod tests {
         let csv = iterations_csv(&p);
         assert_eq!(csv.lines().count(), 4);
         assert!(csv.lines().nth(2).unwrap().starts_with("2,0.25,0.5,0.2"));
+    }
+
+    /// An iterative study's privacy as the core's aggregator reports it (both views).
+    fn privacy(z: f64, iterations: u32, delta: f64) -> IterativePrivacy {
+        use capelab_core::nn::privacy::account;
+        let j = iterations as usize;
+        let views = vec![
+            account("aggregator alone (S_C = 0)", z, j, delta, 1.0).unwrap(),
+            account("full adversary view (S_C = 1)", z, j, delta, 1.5).unwrap(),
+        ];
+        IterativePrivacy {
+            iterations,
+            delta,
+            noise_multiplier: z,
+            epsilon: views[1].epsilon_exact,
+            guarantee_view: views[1].view.clone(),
+            views,
+        }
+    }
+
+    #[test]
+    fn the_cost_states_both_steps_under_pld_and_rdp() {
+        let (pca, djica) = (privacy(6.0, 1, 1e-2), privacy(10.0, 150, 1e-2));
+        assert!(bound_lines(None, None).is_empty());
+        let lines = bound_lines(Some(&pca), Some(&djica));
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        for line in &lines {
+            assert!(line.contains(PLD_LABEL) && line.contains(RDP_LABEL), "{line}");
+            assert!(line.ends_with("the tighter, PLD."), "{line}");
+        }
+        assert!(lines[1].starts_with("capeDJICA after 150 release(s), full adversary view"));
+        let one = BoundPair::of_study(&djica).unwrap();
+        assert!(one.pld <= one.rdp, "{one:?}");
+        assert!(lines[1].contains(&format_value(one.pld)), "{}", lines[1]);
+        // composing both costs more than either alone and less than their sum
+        let runs = [GaussianRun::of_study(&pca).unwrap(), GaussianRun::of_study(&djica).unwrap()];
+        let both = BoundPair::gaussians(&runs, 1e-2).unwrap();
+        let first = BoundPair::of_study(&pca).unwrap();
+        assert!(both.pld > one.pld.max(first.pld) && both.pld < one.pld + first.pld, "{both:?}");
+        assert!(both.pld <= both.rdp);
+        assert!(lines[2].contains(&format_value(both.pld)), "{}", lines[2]);
     }
 
     #[test]

@@ -10,8 +10,10 @@ core simulates; the components render what they return.
 - [`ledger_groups`]: a site's ledger by study (name, ε before → after, its releases).
 - [`vvi`]: the vertical synthetic-data study: status, ε per player, the twin, marginals.
 - [`compare`]: the session's NN runs and regression rounds side by side.
+- [`bounds`]: a guarantee under PLD and RDP side by side, and which one a ledger charges.
 */
 
+pub mod bounds;
 pub mod compare;
 pub mod efpsn;
 pub mod export;

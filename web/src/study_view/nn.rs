@@ -18,6 +18,7 @@ use capelab_core::wire::ParticipantId;
 use crate::components::charts::line::{LineChartSpec, Marker, Series};
 use crate::components::charts::scale::{Scale, format_value};
 use crate::components::charts::svg::PALETTE;
+use crate::study_view::bounds::{BoundPair, PLD_LABEL, RDP_LABEL};
 
 pub type NnRecord = IterationRecord<NnIterationReport>;
 
@@ -149,11 +150,18 @@ pub fn stop_text(stop: &StopReason, name: impl Fn(ParticipantId) -> String) -> S
     }
 }
 
-/// One sentence per reported view, the guarantee first.
+/// The guarantee's view (the largest ε) under both accountants.
+pub fn guarantee_bounds(privacy: &IterativePrivacy) -> Option<BoundPair> {
+    BoundPair::of_study(privacy)
+}
+
+/// One sentence per reported view, the guarantee first; each states ε under PLD and under RDP
+/// and which one a site's ledger charges.
 pub fn guarantee_lines(privacy: &IterativePrivacy) -> Vec<String> {
+    let bounds =
+        guarantee_bounds(privacy).map(|b| format!(": {}", b.sentence())).unwrap_or_default();
     let mut lines = vec![format!(
-        "After {} iterations the study is ({}, {:e})-DP under the {} (exact Gaussian \
-         composition, z = {}).",
+        "After {} iterations the study is ({}, {:e})-DP under the {} (z = {}){bounds}.",
         privacy.iterations,
         format_value(privacy.epsilon),
         privacy.delta,
@@ -162,7 +170,7 @@ pub fn guarantee_lines(privacy: &IterativePrivacy) -> Vec<String> {
     )];
     lines.extend(privacy.views.iter().map(|v| {
         format!(
-            "{}: c_S = {}, ε = {} exact, {} by RDP (improved conversion).",
+            "{}: c_S = {}, {PLD_LABEL} ε = {}, {RDP_LABEL} ε = {}.",
             v.view,
             format_value(v.collusion_factor),
             format_value(v.epsilon_exact),
@@ -276,6 +284,16 @@ mod tests {
         let lines = guarantee_lines(privacy);
         assert_eq!(lines.len(), 1 + privacy.views.len());
         assert!(lines[0].contains(&format_value(privacy.epsilon)), "{}", lines[0]);
+        // both accountants in every line, PLD the tighter and the one charged
+        let pair = guarantee_bounds(privacy).unwrap();
+        assert!(pair.pld <= pair.rdp, "{pair:?}");
+        assert_eq!(pair.pld, privacy.epsilon);
+        assert!(lines[0].contains(&format_value(pair.rdp)), "{}", lines[0]);
+        assert!(lines[0].ends_with("the tighter, PLD."), "{}", lines[0]);
+        for (line, view) in lines[1..].iter().zip(&privacy.views) {
+            assert!(line.contains(PLD_LABEL) && line.contains(RDP_LABEL), "{line}");
+            assert!(view.epsilon_exact <= view.epsilon_rdp_improved, "{view:?}");
+        }
     }
 
     #[test]

@@ -25,6 +25,7 @@ use crate::components::charts::scale::Scale;
 use crate::components::charts::svg::PALETTE;
 use crate::local_data::population_weights;
 use crate::study_driver::dashboard::FinishedRound;
+use crate::study_view::bounds::BoundPair;
 
 /// One finished regression round's models and guarantee.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +59,14 @@ pub fn summary(round: &FinishedRound) -> Option<RegressionSummary> {
         guarantee: study_guarantee(&outcome.params, est.survivors.len()).ok(),
         population: population_weights(outcome.params.dimension),
     })
+}
+
+/// The guarantee's one release (its effective multiplier, the full view's c_S) under PLD and
+/// under RDP, and which one a site's ledger charges; `None` without a CAPE view.
+pub fn guarantee_bounds(g: &Guarantee) -> Option<BoundPair> {
+    let z = g.effective_noise_multiplier?;
+    let c_s = g.cape.as_ref()?.full_view.c_s;
+    BoundPair::gaussian(z, 1, c_s, g.delta).ok()
 }
 
 /// ŵ (CAPE, conventional) and w* per coordinate, as rows of a forest chart without error bars.
@@ -200,6 +209,11 @@ pub(crate) mod tests {
         let views = g.cape.as_ref().unwrap();
         assert!(g.epsilon > views.aggregator_only.epsilon_exact, "the full view is the weakest");
         assert!(g.epsilon > 0.0 && g.epsilon < 1.0, "{}", g.epsilon);
+        // PLD is the guarantee's exact ε, RDP above it, and PLD is charged
+        let b = guarantee_bounds(g).unwrap();
+        assert!((b.pld - g.epsilon).abs() <= 1e-9 * g.epsilon, "{b:?} vs {}", g.epsilon);
+        assert!(b.pld <= b.rdp, "{b:?}");
+        assert_eq!(b.charged(), capelab_core::accountant::ledger::Bound::Pld);
         let chart = weights_chart(&s);
         assert_eq!(chart.rows.len(), 9, "ŵ, conventional and w* for each of 3 coordinates");
         let loss = loss_chart(&rounds, Model::Linear);

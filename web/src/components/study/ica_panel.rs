@@ -17,11 +17,16 @@ use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
 use crate::study_driver::ica_form::IcaFields;
 use crate::study_driver::ica_run::IcaLive;
+use crate::study_driver::target::EpsilonScope;
 use crate::study_view::ica::{
     cost_lines, epsilon_chart, iterations_csv, maps_spec, mode_text, quality_chart, rate_chart,
     run_json,
 };
 use crate::study_view::nn::{guarantee_lines, stop_text};
+
+fn whole_study_untracked(scope: RwSignal<String>) -> bool {
+    scope.get_untracked() == EpsilonScope::WholeStudy.value()
+}
 
 #[component]
 pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
@@ -33,7 +38,9 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let preset = RwSignal::new("well".to_owned());
     let unit = RwSignal::new("timepoint".to_owned());
     let epsilon_pca = RwSignal::new(d.epsilon_pca);
+    let scope = RwSignal::new(d.scope.value().to_owned());
     let epsilon = RwSignal::new(d.epsilon_iteration);
+    let epsilon_study = RwSignal::new(d.epsilon_study);
     let delta = RwSignal::new(d.delta);
     let iterations = RwSignal::new(d.iterations);
     let clip = RwSignal::new(d.clip);
@@ -63,7 +70,9 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 PrivacyUnit::TimePoint
             },
             epsilon_pca: epsilon_pca.get_untracked(),
+            scope: EpsilonScope::from_value(&scope.get_untracked()),
             epsilon_iteration: epsilon.get_untracked(),
+            epsilon_study: epsilon_study.get_untracked(),
             delta: delta.get_untracked(),
             iterations: iterations.get_untracked(),
             clip: clip.get_untracked(),
@@ -84,9 +93,24 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         ev.prevent_default();
         start();
     };
+    let whole_study = move || scope.get() == EpsilonScope::WholeStudy.value();
+    // Closed form for unsampled Gaussians: well under a frame (study_driver::target), so inline.
+    let calibration = Memo::new(move |_| {
+        whole_study().then(|| {
+            let typed = IcaFields {
+                epsilon_study: epsilon_study.get(),
+                delta: delta.get(),
+                iterations: iterations.get(),
+                ..IcaFields::default()
+            };
+            typed.calibration().map(|c| c.summary()).map_err(|e| e.to_string())
+        })
+    });
+    // Halves whichever ε the form uses.
     let tighten = Callback::new(move |()| {
-        if let Ok(e) = epsilon.get_untracked().trim().parse::<f64>() {
-            epsilon.set(format_value(e / 2.0));
+        let field = if whole_study_untracked(scope) { epsilon_study } else { epsilon };
+        if let Ok(e) = field.get_untracked().trim().parse::<f64>() {
+            field.set(format_value(e / 2.0));
             start();
         }
     });
@@ -110,7 +134,18 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                             <option value="subject">"subject (the paper's unit)"</option>
                         </select>
                     </label>
-                    <label>"ε_i per release"<input id="ica-epsilon" inputmode="decimal" bind:value=epsilon /></label>
+                    <label>"capeDJICA's ε is"
+                        <select id="ica-epsilon-scope" bind:value=scope>
+                            <option value="iteration">"per release (ε_i)"</option>
+                            <option value="study">"for all J iterations (PLD)"</option>
+                        </select>
+                    </label>
+                    <Show
+                        when=whole_study
+                        fallback=move || view! { <label>"ε_i per release"<input id="ica-epsilon" inputmode="decimal" bind:value=epsilon /></label> }
+                    >
+                        <label>"ε for all J iterations"<input id="ica-epsilon-study" inputmode="decimal" bind:value=epsilon_study /></label>
+                    </Show>
                     <label>"ε_p for capePCA"<input id="ica-epsilon-pca" inputmode="decimal" bind:value=epsilon_pca /></label>
                     <label>"δ"<input id="ica-delta" inputmode="decimal" bind:value=delta /></label>
                     <label>"iterations J"<input id="ica-iterations" inputmode="numeric" bind:value=iterations /></label>
@@ -147,6 +182,10 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                         <label>"longest subject (time points)"<input id="ica-longest" inputmode="numeric" bind:value=longest /></label>
                     </Show>
                 </fieldset>
+                {move || calibration.get().map(|c| match c {
+                    Ok(text) => view! { <p class="muted" data-testid="ica-calibration">{text}</p> }.into_any(),
+                    Err(e) => view! { <p class="form-error" data-testid="ica-calibration-error">{e}</p> }.into_any(),
+                })}
                 <StartButton test_id="start-ica" action="Run" present running=Signal::derive(running) />
             </form>
             <StartError error=study.view.start_error />

@@ -15,16 +15,19 @@ use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
 use crate::study_driver::form::NnFields;
 use crate::study_driver::nn_run::{NnFinished, NnLive};
+use crate::study_driver::target::EpsilonScope;
 use crate::study_view::compare::nn_comparison_chart;
 use crate::study_view::nn::{
-    NnRecord, Progress, epsilon_chart, final_accuracy, final_epsilon_spent, guarantee_lines,
-    stop_text, training_chart,
+    NnRecord, Progress, epsilon_chart, final_accuracy, final_epsilon_spent, guarantee_bounds,
+    guarantee_lines, stop_text, training_chart,
 };
 
 #[component]
 pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let d = NnFields::default();
+    let scope = RwSignal::new(d.scope.value().to_owned());
     let epsilon = RwSignal::new(d.epsilon_per_iteration);
+    let epsilon_study = RwSignal::new(d.epsilon_study);
     let delta = RwSignal::new(d.delta);
     let iterations = RwSignal::new(d.iterations);
     let records = RwSignal::new(d.records_per_site);
@@ -35,10 +38,24 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let mode = RwSignal::new("upfront".to_owned());
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let running = move || study.view.busy();
+    // What the calibration reads of the form (tracked: it follows every keystroke).
+    let typed = move || NnFields {
+        epsilon_study: epsilon_study.get(),
+        delta: delta.get(),
+        iterations: iterations.get(),
+        ..NnFields::default()
+    };
+    let whole_study = move || scope.get() == EpsilonScope::WholeStudy.value();
+    // Closed form for unsampled Gaussians: well under a frame (study_driver::target), so inline.
+    let calibration = Memo::new(move |_| {
+        whole_study().then(|| typed().calibration().map(|c| c.summary()).map_err(|e| e.to_string()))
+    });
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let fields = NnFields {
+            scope: EpsilonScope::from_value(&scope.get_untracked()),
             epsilon_per_iteration: epsilon.get_untracked(),
+            epsilon_study: epsilon_study.get_untracked(),
             delta: delta.get_untracked(),
             iterations: iterations.get_untracked(),
             records_per_site: records.get_untracked(),
@@ -72,7 +89,18 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             </p>
             <form class="mean-form" on:submit=submit>
                 <fieldset class="field-grid" disabled=running>
-                    <label>"ε per iteration"<input id="nn-epsilon" inputmode="decimal" bind:value=epsilon /></label>
+                    <label>"ε is"
+                        <select id="nn-epsilon-scope" bind:value=scope>
+                            <option value="iteration">"per iteration"</option>
+                            <option value="study">"for the whole study (J iterations, PLD)"</option>
+                        </select>
+                    </label>
+                    <Show
+                        when=whole_study
+                        fallback=move || view! { <label>"ε per iteration"<input id="nn-epsilon" inputmode="decimal" bind:value=epsilon /></label> }
+                    >
+                        <label>"ε for the whole study"<input id="nn-epsilon-study" inputmode="decimal" bind:value=epsilon_study /></label>
+                    </Show>
                     <label>"δ"<input id="nn-delta" inputmode="decimal" bind:value=delta /></label>
                     <label>"iterations J"<input id="nn-iterations" inputmode="numeric" bind:value=iterations /></label>
                     <label>"records per site N_s"<input id="nn-records" inputmode="numeric" bind:value=records /></label>
@@ -88,6 +116,10 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                         </select>
                     </label>
                 </fieldset>
+                {move || calibration.get().map(|c| match c {
+                    Ok(text) => view! { <p class="muted" data-testid="nn-calibration">{text}</p> }.into_any(),
+                    Err(e) => view! { <p class="form-error" data-testid="nn-calibration-error">{e}</p> }.into_any(),
+                })}
                 <StartButton test_id="start-nn" action="Train" present running=Signal::derive(running) />
             </form>
             <StartError error=study.view.start_error />
@@ -183,12 +215,15 @@ fn NnRoundView(round: NnFinished) -> impl IntoView {
         .collect::<Vec<_>>();
     let completed = matches!(o.stop, capelab_core::study::iterative::StopReason::Completed { .. });
     let epsilon = o.privacy.as_ref().map_or(f64::NAN, |p| p.epsilon);
+    let bounds = o.privacy.as_ref().and_then(guarantee_bounds);
+    let (pld, rdp) = bounds.map_or((f64::NAN, f64::NAN), |b| (b.pld, b.rdp));
+    let bound = bounds.map(|b| b.charged().to_string());
     view! {
         <div class="round-result study-focus" data-testid="nn-result" data-round=round.number data-completed=completed.to_string() data-iterations=o.iterations>
             <h3>{format!("Training {} · {} · {} sites", round.number, o.params.mode.name(), o.contributors.len())}</h3>
             <p class=if completed { "callout callout-ok" } else { "callout callout-warn" } data-testid="nn-stop">{stop}</p>
             {declined.into_iter().map(|d| view! { <p class="callout callout-warn" data-testid="nn-declined">{d}</p> }).collect_view()}
-            <div class="callout" data-testid="nn-guarantee" data-epsilon=epsilon>
+            <div class="callout" data-testid="nn-guarantee" data-epsilon=epsilon data-pld=pld data-rdp=rdp data-bound=bound>
                 {if guarantee.is_empty() {
                     view! { <p>"Non-private run: no guarantee, nothing recorded in the ledgers."</p> }.into_any()
                 } else {

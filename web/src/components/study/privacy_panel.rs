@@ -2,6 +2,7 @@
 //! study, one run under every accountant (RDP, PLD, basic, strong; both views), and seed 000
 //! Fig. 5 for the room's S.
 
+use capelab_core::accountant::ledger::Bound;
 use capelab_core::study::iterative::ledger_study_name as iter_ledger_study_name;
 use capelab_core::study::mean::collusion_factor;
 use capelab_core::wire::Role;
@@ -15,6 +16,15 @@ use crate::study_view::privacy::{comparison_chart, fig5_chart, spend_chart};
 
 /// How many releases the comparison chart shows at least.
 const MIN_RELEASES: u64 = 10;
+
+/// Which accountant a site's spend is (the tighter), with the other's total: " · PLD (RDP 1.3)".
+fn bound_note(r: &crate::ledger_report::LedgerReport) -> String {
+    let other = match r.bound {
+        Bound::Pld => format!("RDP {}", format_value(r.spent_rdp)),
+        Bound::Rdp => format!("PLD {}", format_value(r.spent_pld)),
+    };
+    format!(" · {} ({other})", r.bound)
+}
 
 #[component]
 pub fn PrivacyPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
@@ -33,12 +43,16 @@ pub fn PrivacyPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                     let share = (r.spent / r.budget_epsilon).clamp(0.0, 1.0);
                     let here = present.contains(id);
                     view! {
-                        <tr data-testid="budget-row" data-site-id=*id data-releases=r.release_count data-spent=r.spent class:gone=!here>
+                        <tr data-testid="budget-row" data-site-id=*id data-releases=r.release_count data-spent=r.spent
+                            data-bound=r.bound.to_string() data-pld=r.spent_pld data-rdp=r.spent_rdp class:gone=!here>
                             <td>{format!("{} (#{id})", r.site)}{(!here).then_some(" · left")}</td>
                             <td>
                                 <div class="bar"><div class="bar-fill" style=format!("width: {:.1}%", 100.0 * share)></div></div>
                             </td>
-                            <td>{format_value(r.spent)} " of " {format_value(r.budget_epsilon)}</td>
+                            <td>
+                                {format_value(r.spent)} " of " {format_value(r.budget_epsilon)}
+                                {(r.release_count > 0).then(|| bound_note(r))}
+                            </td>
                             <td>{format!("{:e}", r.budget_delta)}</td>
                             <td>{r.release_count}</td>
                         </tr>

@@ -16,7 +16,7 @@ use crate::study_driver::dashboard::{DashboardStudy, FinishedRound};
 use crate::study_driver::form::RegressionFields;
 use crate::study_view::compare::{RegressionRow, regression_rows};
 use crate::study_view::export;
-use crate::study_view::regression::{loss_chart, summary, weights_chart};
+use crate::study_view::regression::{guarantee_bounds, loss_chart, summary, weights_chart};
 
 #[component]
 pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
@@ -148,12 +148,18 @@ pub fn RegressionRoundView(round: FinishedRound, rounds: Vec<FinishedRound>) -> 
     let json = |v: &[f64]| serde_json::to_string(v).unwrap_or_default();
     let guarantee = s.guarantee.clone().map(|g| {
         let warnings = g.warnings.clone();
+        let bounds = guarantee_bounds(&g).map(|b| view! {
+            <p data-testid="regression-bounds" data-pld=b.pld data-rdp=b.rdp data-bound=b.charged().to_string()>
+                {b.sentence()} "."
+            </p>
+        });
         view! {
             <div class="callout" data-testid="regression-guarantee" data-epsilon=g.epsilon>
                 <p>
                     "Each site's release is (" {format_value(g.epsilon)} ", " {format!("{:e}", g.delta)}
                     ")-DP against the full adversary view (requested ε = " {format_value(g.requested_epsilon)} ")."
                 </p>
+                {bounds}
                 <p class="muted">{g.how}</p>
                 {warnings.into_iter().map(|w| view! { <p class="muted">"⚠ " {w}</p> }).collect_view()}
             </div>
