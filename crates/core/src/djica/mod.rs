@@ -3,7 +3,7 @@ capeDJICA (spec §5, Algorithm 4): decentralized joint ICA by infomax with per-s
 CAPE noise on every iteration's averaged gradient, with its baselines (spec §6).
 
 - [`gradient`]: the site's clipped mean natural gradient, the hot loop ([`logistic`] is its
-  nonlinearity, [`kernels`] its matrix kernels; [`gemm`] is the strided GEMM capePCA uses).
+  nonlinearity, [`kernels`] its matrix kernels).
 - [`site`]: the site side ([`DjicaSite::release`]) and the aggregator side ([`aggregate`],
   [`DjicaAggregator::apply`]) of one iteration, as the browser splits them.
 - [`schedule`]: the learning-rate rules and stopping test (runica's, plus a decay that survives
@@ -18,7 +18,6 @@ CAPE noise on every iteration's averaged gradient, with its baselines (spec §6)
 
 pub mod accounting;
 pub mod calibration;
-pub mod gemm;
 pub mod gradient;
 pub mod kernels;
 pub mod logistic;

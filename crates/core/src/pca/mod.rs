@@ -26,7 +26,6 @@ mod subspace;
 pub use subspace::{PcaError, PrincipalSubspace, WHITENING_FLOOR, Whitening};
 
 use crate::djica::calibration::{GaussianLevel, PrivacyUnit};
-use crate::djica::gemm::{Operand, Output, gemm};
 use crate::djica::noise::{NoiseScheme, ZeroSumNoise, site_noise};
 use crate::fmri::SiteData;
 use crate::rng::{CapeRng, Seed};
@@ -96,17 +95,31 @@ pub struct PcaResult {
     pub privacy: PcaPrivacy,
 }
 
-/// C_s = (1/N_s)·X_s·X_sᵀ, D×D (one matrix product; Xᵀ is a strided view, not a copy).
+/// C_s = (1/N_s)·X_s·X_sᵀ, D×D: faer's triangular product computes the lower half only (half
+/// the multiply-adds of a full product; Xᵀ is a strided view, not a copy), then it is mirrored.
+/// Sequential, so the result does not depend on the machine's cores.
 pub fn site_covariance(x: &DMatrix<f64>) -> DMatrix<f64> {
+    use faer::linalg::matmul::triangular::{BlockStructure, matmul};
+    use faer::{Accum, MatMut, MatRef, Par};
     let (d, n) = x.shape();
     let mut c = DMatrix::zeros(d, d);
-    gemm(
+    let xf = MatRef::from_column_major_slice(x.as_slice(), d, n);
+    matmul(
+        MatMut::from_column_major_slice_mut(c.as_mut_slice(), d, d),
+        BlockStructure::TriangularLower,
+        Accum::Replace,
+        xf,
+        BlockStructure::Rectangular,
+        xf.transpose(),
+        BlockStructure::Rectangular,
         1.0 / n as f64,
-        Operand::col_major(x.as_slice(), d, n),
-        Operand::transposed(x.as_slice(), d, n),
-        0.0,
-        Output::col_major(c.as_mut_slice(), d, d, d),
+        Par::Seq,
     );
+    for j in 0..d {
+        for i in 0..j {
+            c[(i, j)] = c[(j, i)];
+        }
+    }
     c
 }
 
