@@ -10,7 +10,7 @@ use capelab_core::study::mean::{Calibration, Query, StudyConfigError, StudyParam
 use capelab_core::study::regression::RegressionQuery;
 use capelab_core::wire::ParticipantId;
 
-use super::target::{EpsilonScope, TARGET_FIELD, TargetCalibration};
+use super::target::{EpsilonScope, TARGET_FIELD, TargetCalibration, ledger_collusion_factor};
 use crate::public_bounds::{BoundsError, DEFAULT_BOUNDS_TEXT, parse_bounds};
 
 /// What the teacher typed, as text (the form's fields).
@@ -226,7 +226,7 @@ impl NnFields {
                 (epsilon, z, None)
             }
             EpsilonScope::WholeStudy => {
-                let c = self.calibration()?;
+                let c = self.calibration(sites.len())?;
                 (per_release_epsilon(c.noise_multiplier, delta)?, c.noise_multiplier, Some(c))
             }
         };
@@ -250,11 +250,21 @@ impl NnFields {
 
     /// The whole-study target's calibration from the typed target, δ and J (the form shows it
     /// live, [`TargetCalibration::summary`]).
-    pub fn calibration(&self) -> Result<TargetCalibration, FormError> {
+    /// `sites`: how many sites the study runs among (c_S of the ledger's view depends on it).
+    pub fn calibration(&self, sites: usize) -> Result<TargetCalibration, FormError> {
         let target = real(TARGET_FIELD, &self.epsilon_study)?;
         let delta = real("δ", &self.delta)?;
         let iterations = real_count("iterations J", &self.iterations)?;
-        TargetCalibration::new(target, delta, iterations)
+        TargetCalibration::new(target, delta, iterations, ledger_collusion_factor(sites, self.mode))
+    }
+}
+
+/// The noise mode a form's `<select>` value names (upfront CAPE unless another is named).
+pub fn noise_mode(value: &str) -> NoiseMode {
+    match value {
+        "conventional" => NoiseMode::Conventional,
+        "nonprivate" => NoiseMode::NonPrivate,
+        _ => NoiseMode::Upfront,
     }
 }
 
@@ -377,7 +387,8 @@ mod tests {
         };
         let form = fields.read(vec![2, 3]).unwrap();
         let c = form.calibration.expect("a whole-study target calibrates");
-        assert_eq!(c, fields.calibration().unwrap());
+        assert_eq!(c, fields.calibration(2).unwrap());
+        assert!(c.collusion_factor > 1.0, "CAPE's ledger view: {c:?}");
         assert_eq!((c.target_epsilon, c.iterations), (4.0, 60));
         assert_eq!(form.params.noise_multiplier, c.noise_multiplier);
         assert!(c.epsilon <= 4.0 && c.rdp_noise_multiplier > c.noise_multiplier, "{c:?}");

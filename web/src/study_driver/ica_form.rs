@@ -22,7 +22,7 @@ use capelab_core::wire::ParticipantId;
 use serde::{Deserialize, Serialize};
 
 use super::form::{FormError, count, positive, real, real_count};
-use super::target::{EpsilonScope, TARGET_FIELD, TargetCalibration};
+use super::target::{EpsilonScope, TARGET_FIELD, TargetCalibration, ledger_collusion_factor};
 
 /// The form's fields as typed.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +132,7 @@ impl IcaFields {
                 (GaussianLevel { epsilon, delta }, None)
             }
             EpsilonScope::WholeStudy => {
-                let c = self.calibration()?;
+                let c = self.calibration(sites.len())?;
                 (equivalent_level(c.noise_multiplier, delta)?, Some(c))
             }
         };
@@ -179,11 +179,12 @@ impl IcaFields {
 
     /// capeDJICA's whole-run calibration from the typed target, δ and J: the multiplier of each
     /// iteration's one release (the form shows it live).
-    pub fn calibration(&self) -> Result<TargetCalibration, FormError> {
+    /// `sites`: how many sites the study runs among (c_S of the ledger's view depends on it).
+    pub fn calibration(&self, sites: usize) -> Result<TargetCalibration, FormError> {
         let target = real(TARGET_FIELD, &self.epsilon_study)?;
         let delta = real("δ", &self.delta)?;
         let iterations = real_count("iterations J", &self.iterations)?;
-        TargetCalibration::new(target, delta, iterations)
+        TargetCalibration::new(target, delta, iterations, ledger_collusion_factor(sites, self.mode))
     }
 
     fn data_spec(&self) -> Result<DataSpec, FormError> {
@@ -334,10 +335,13 @@ mod tests {
         let (params, _) =
             form.djica_params(&[1, 2, 3, 4], form.djica_task(vec![0.0; 8 * 400])).unwrap();
         assert_eq!(params.noise_multiplier, c.noise_multiplier);
-        // J releases at that multiplier meet the target in the aggregator's view
+        // J releases at that multiplier meet the target in the view the ledger charges
+        let c_s = params.worst_case_collusion_factor();
+        assert_eq!(c.collusion_factor, c_s);
         let mut a = PldAccountant::default();
-        a.compose(&params.event("djica".into(), 150, 1.0).unwrap());
-        assert!(a.epsilon(1e-2).unwrap().epsilon <= 6.0);
+        a.compose(&params.event("djica".into(), 150, c_s).unwrap());
+        let spent = a.epsilon(1e-2).unwrap().epsilon;
+        assert!(spent <= 6.0 && spent > 5.99, "{spent}");
         assert!(c.rdp_noise_multiplier > c.noise_multiplier);
         // the equivalent ε_i gives the same multiplier through the paper's calibration
         let task = form.djica_task(vec![0.0; 8 * 400]);

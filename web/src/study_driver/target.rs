@@ -3,8 +3,10 @@
 iteration, unsampled) meet a target (ε, δ) under PLD accounting, next to what RDP would have
 needed. The NN and Joint ICA forms offer it as an alternative to "ε per iteration".
 
-The target holds in the view the per-iteration calibration uses, the aggregator's (c_S = 1);
-colluding sites see less noise, and the study's guarantee after the run states that view too.
+The target holds in the view each site's ledger charges: CAPE's full adversary view (c_S of the
+room's sites, worst case over who may drop out, [`ledger_collusion_factor`]; 1 for conventional
+releases), so the study's whole cost equals the typed ε. A view with factor c sees multiplier z/√c,
+so z = √c·z*, where z* is PLD's answer for J releases. The CLI's `--target-epsilon` does the same.
 
 Cost: unsampled Gaussians compose in closed form (the PLD of J releases at z is one Gaussian at
 z/√J), so both bisections are a few dozen closed-form evaluations: 0.18 ms for the PLD and the RDP
@@ -15,6 +17,7 @@ slowdown, so the forms compute it inline as the user types, not in the worker.
 
 use capelab_core::accountant::pld::{calibrate_noise_multiplier, calibrate_noise_multiplier_rdp};
 use capelab_core::accountant::{PldError, pld::DEFAULT_INTERVAL};
+use capelab_core::study::iterative::{IterativeParams, NoiseMode};
 use serde::{Deserialize, Serialize};
 
 use crate::components::charts::scale::format_value;
@@ -63,6 +66,16 @@ pub struct TargetCalibration {
     pub epsilon: f64,
     /// What RDP (improved conversion) would have needed for the same target.
     pub rdp_noise_multiplier: f64,
+    /// c_S of the view the target holds in (the ledger's).
+    pub collusion_factor: f64,
+}
+
+/// The collusion factor a site's ledger charges a study of `mode` among `sites` sites with
+/// (the worst case over the survivors SecureAgg's default threshold allows).
+pub fn ledger_collusion_factor(sites: usize, mode: NoiseMode) -> f64 {
+    let ids = (1..=sites.max(2)).map(|i| i as _).collect();
+    IterativeParams::new(ids, mode, 1, 1, 1.0, 1.0, 1e-5)
+        .map_or(1.0, |p| p.worst_case_collusion_factor())
 }
 
 impl TargetCalibration {
@@ -71,6 +84,7 @@ impl TargetCalibration {
         target_epsilon: f64,
         delta: f64,
         iterations: usize,
+        collusion_factor: f64,
     ) -> Result<TargetCalibration, FormError> {
         if !(target_epsilon.is_finite() && target_epsilon > 0.0) {
             return Err(FormError::NotPositive { field: TARGET_FIELD, value: target_epsilon });
@@ -88,13 +102,15 @@ impl TargetCalibration {
         let pld = calibrate_noise_multiplier(target_epsilon, delta, j, 1.0, DEFAULT_INTERVAL)
             .map_err(wrap)?;
         let rdp = calibrate_noise_multiplier_rdp(target_epsilon, delta, j, 1.0).map_err(wrap)?;
+        let scale = collusion_factor.max(1.0).sqrt();
         Ok(TargetCalibration {
             target_epsilon,
             delta,
             iterations: u32::try_from(iterations).unwrap_or(u32::MAX),
-            noise_multiplier: pld.noise_multiplier,
+            noise_multiplier: pld.noise_multiplier * scale,
             epsilon: pld.epsilon,
-            rdp_noise_multiplier: rdp.noise_multiplier,
+            rdp_noise_multiplier: rdp.noise_multiplier * scale,
+            collusion_factor: collusion_factor.max(1.0),
         })
     }
 
@@ -103,27 +119,53 @@ impl TargetCalibration {
         100.0 * (self.rdp_noise_multiplier / self.noise_multiplier - 1.0)
     }
 
-    /// "PLD: z = 12.31 per iteration; RDP needs 13.02 (5.8% more noise)".
+    /// "PLD: z = 12.31 per iteration; RDP needs 13.02 (5.8% more noise); each site's ledger
+    /// view, c_S = 1.87".
     pub fn summary(&self) -> String {
         format!(
-            "PLD: z = {} per iteration; RDP needs {} ({:.1}% more noise)",
+            "PLD: z = {} per iteration; RDP needs {} ({:.1}% more noise); in each site's ledger \
+             view (c_S = {})",
             format_value(self.noise_multiplier),
             format_value(self.rdp_noise_multiplier),
             self.rdp_extra_percent(),
+            format_value(self.collusion_factor),
         )
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use capelab_core::accountant::{Event, PldAccountant};
+    use capelab_core::accountant::{Event, Mechanism, PldAccountant};
 
     use super::*;
 
     fn pld_epsilon(z: f64, j: u64, delta: f64) -> f64 {
+        viewed_epsilon(z, j, delta, 1.0)
+    }
+
+    fn viewed_epsilon(z: f64, j: u64, delta: f64, c: f64) -> f64 {
         let mut a = PldAccountant::default();
-        a.compose(&Event::gaussian("iteration", z, j).unwrap());
+        let event = Event::with_collusion_factor(
+            "iteration",
+            Mechanism::Gaussian { noise_multiplier: z },
+            j,
+            c,
+        );
+        a.compose(&event.unwrap());
         a.epsilon(delta).unwrap().epsilon
+    }
+
+    /// With four CAPE sites the target holds in the ledger's full view: composed with c_S, the
+    /// calibrated z spends the target, and c_S is the ledger preview's.
+    #[test]
+    fn the_target_holds_in_the_ledger_view() {
+        let c_s = ledger_collusion_factor(4, NoiseMode::Upfront);
+        assert!(c_s > 1.5, "{c_s}");
+        assert_eq!(ledger_collusion_factor(4, NoiseMode::Conventional), 1.0);
+        let c = TargetCalibration::new(5.0, 1e-5, 150, c_s).unwrap();
+        let spent = viewed_epsilon(c.noise_multiplier, 150, 1e-5, c_s);
+        assert!(spent <= 5.0 && spent > 4.99, "{spent}");
+        assert!(c.summary().contains(&format_value(c_s)), "{}", c.summary());
     }
 
     #[test]
@@ -131,7 +173,7 @@ mod tests {
         for (target, delta, j) in
             [(5.0, 1e-5, 60), (1.0, 1e-5, 150), (8.0, 1e-2, 150), (0.3, 1e-6, 1)]
         {
-            let c = TargetCalibration::new(target, delta, j).unwrap();
+            let c = TargetCalibration::new(target, delta, j, 1.0).unwrap();
             let z = c.noise_multiplier;
             let eps = pld_epsilon(z, j as u64, delta);
             assert!(eps <= target, "z = {z}: ε = {eps} > {target}");
@@ -149,7 +191,7 @@ mod tests {
 
     #[test]
     fn bad_input_names_the_field() {
-        let err = |t, d, j| TargetCalibration::new(t, d, j).unwrap_err().to_string();
+        let err = |t, d, j| TargetCalibration::new(t, d, j, 1.0).unwrap_err().to_string();
         assert!(err(0.0, 1e-5, 10).starts_with(TARGET_FIELD), "{}", err(0.0, 1e-5, 10));
         assert!(err(-1.0, 1e-5, 10).starts_with(TARGET_FIELD));
         assert!(err(f64::NAN, 1e-5, 10).starts_with(TARGET_FIELD));
@@ -164,7 +206,7 @@ mod tests {
         let start = std::time::Instant::now();
         let runs = 20;
         for i in 0..runs {
-            TargetCalibration::new(1.0 + f64::from(i) * 0.1, 1e-5, 150).unwrap();
+            TargetCalibration::new(1.0 + f64::from(i) * 0.1, 1e-5, 150, 1.0).unwrap();
         }
         let per = start.elapsed().as_secs_f64() * 1e3 / f64::from(runs);
         println!("one PLD + RDP calibration at J = 150: {per:.3} ms");

@@ -4,7 +4,6 @@
 //! guarantee, the exports and a control to tighten privacy and run again.
 
 use capelab_core::djica::PrivacyUnit;
-use capelab_core::study::iterative::NoiseMode;
 use capelab_core::study::iterative::pca::SyntheticPreset;
 use capelab_core::wire::Role;
 use leptos::prelude::*;
@@ -15,6 +14,7 @@ use crate::components::study::start::{StartButton, StartError};
 use crate::download;
 use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
+use crate::study_driver::form::noise_mode;
 use crate::study_driver::ica_form::IcaFields;
 use crate::study_driver::ica_run::IcaLive;
 use crate::study_driver::target::EpsilonScope;
@@ -76,11 +76,7 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             delta: delta.get_untracked(),
             iterations: iterations.get_untracked(),
             clip: clip.get_untracked(),
-            mode: match mode.get_untracked().as_str() {
-                "conventional" => NoiseMode::Conventional,
-                "nonprivate" => NoiseMode::NonPrivate,
-                _ => NoiseMode::Upfront,
-            },
+            mode: noise_mode(&mode.get_untracked()),
             maps_seed: maps_seed.get_untracked(),
             own_data: source.get_untracked() == "own",
             voxels: voxels.get_untracked(),
@@ -101,9 +97,10 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 epsilon_study: epsilon_study.get(),
                 delta: delta.get(),
                 iterations: iterations.get(),
+                mode: noise_mode(&mode.get()),
                 ..IcaFields::default()
             };
-            typed.calibration().map(|c| c.summary()).map_err(|e| e.to_string())
+            typed.calibration(present.get()).map(|c| c.summary()).map_err(|e| e.to_string())
         })
     });
     // Halves whichever ε the form uses.

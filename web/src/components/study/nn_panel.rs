@@ -3,7 +3,6 @@
 //! reason, final guarantee). It renders [`DashboardStudy`]'s NN signals; the charts come from
 //! [`crate::study_view::nn`].
 
-use capelab_core::study::iterative::NoiseMode;
 use capelab_core::wire::Role;
 use leptos::prelude::*;
 
@@ -13,7 +12,7 @@ use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, line};
 use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
-use crate::study_driver::form::NnFields;
+use crate::study_driver::form::{NnFields, noise_mode};
 use crate::study_driver::nn_run::{NnFinished, NnLive};
 use crate::study_driver::target::EpsilonScope;
 use crate::study_view::compare::nn_comparison_chart;
@@ -43,12 +42,15 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         epsilon_study: epsilon_study.get(),
         delta: delta.get(),
         iterations: iterations.get(),
+        mode: noise_mode(&mode.get()),
         ..NnFields::default()
     };
     let whole_study = move || scope.get() == EpsilonScope::WholeStudy.value();
     // Closed form for unsampled Gaussians: well under a frame (study_driver::target), so inline.
     let calibration = Memo::new(move |_| {
-        whole_study().then(|| typed().calibration().map(|c| c.summary()).map_err(|e| e.to_string()))
+        whole_study().then(|| {
+            typed().calibration(present.get()).map(|c| c.summary()).map_err(|e| e.to_string())
+        })
     });
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -63,11 +65,7 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             hidden: hidden.get_untracked(),
             clip: clip.get_untracked(),
             learning_rate: learning_rate.get_untracked(),
-            mode: match mode.get_untracked().as_str() {
-                "conventional" => NoiseMode::Conventional,
-                "nonprivate" => NoiseMode::NonPrivate,
-                _ => NoiseMode::Upfront,
-            },
+            mode: noise_mode(&mode.get_untracked()),
         };
         study.start_nn(move |sites| fields.read(sites));
     };
