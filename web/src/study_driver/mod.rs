@@ -26,6 +26,7 @@ pub mod ica_run;
 pub mod nn_run;
 pub mod site;
 pub mod step_gate;
+pub mod vvi_data;
 pub mod vvi_run;
 pub mod wire;
 
