@@ -8,6 +8,9 @@
 //   public generated table) falls; ε per player is shown and > 0;
 //   the dashboard shows samples of the twin; a party tab shows its marginal charts and its
 //   "Download synthetic CSV" gives a file whose header is the schema's columns;
+// - the same on CPS1988 (served with the app): each party tab's worker fetches it and holds only
+//   its own columns (the panel's data-columns), the dashboard follows the test NLL (a public
+//   table), the twin's header is CPS1988's columns;
 // - the dealer tab closing mid-run stops the run on every remaining tab, each naming the dealer.
 
 import { after, before, describe, it } from 'node:test';
@@ -19,12 +22,15 @@ import { assertAccessible, assertNoErrors, closeTab, roomSuite, shot, STEP_TIMEO
 const SITE_NAMES = ['Party A', 'Party B', 'Dealer'];
 const RUN_TIMEOUT_MS = 60_000;
 const HEADER = 'age,education,sex,hours-per-week,income';
+const CPS_A = 'education,experience,ethnicity,smsa,region';
+const CPS_B = 'wage,parttime';
 
-async function startVvi(page, dealerId, { steps, batch }) {
+async function startVvi(page, dealerId, { steps, batch, source = 'generated' }) {
   await page.click('[data-testid="pick-vvi"]');
   await page.waitForSelector('[data-testid="vvi-panel"]', { timeout: STEP_TIMEOUT_MS });
+  await page.selectOption('#vvi-source', source);
   await page.selectOption('#vvi-dealer', dealerId);
-  await page.fill('#vvi-rows', '400');
+  if (source === 'generated') await page.fill('#vvi-rows', '400');
   await page.fill('#vvi-batch', String(batch));
   await page.fill('#vvi-steps', String(steps));
   await page.click('[data-testid="start-vvi"]');
@@ -66,6 +72,36 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
     await shot(sites[0].tab, 'vvi-02-party');
     await assertAccessible(dashboard.page, 'vvi: the dashboard after the study');
     await assertAccessible(sites[0].tab.page, 'vvi: a site after the study');
+    assertNoErrors(tabs);
+  });
+
+  it('runs on CPS1988, each party tab holding only its own columns', async () => {
+    const { dashboard, tabs, sites } = room;
+    const { page } = dashboard;
+    await startVvi(page, sites[2].id, { steps: 3, batch: 30, source: 'cps1988' });
+    assert.match(await page.textContent('[data-testid="vvi-data-note"]'), /CPS1988/);
+    await page.waitForSelector('[data-testid="vvi-live"][data-released="true"]', { timeout: RUN_TIMEOUT_MS });
+    assert.match(await page.textContent('[data-testid="vvi-live"]'), /N = 28155 \(22524 training rows\)/);
+    const points = await page.$eval('[data-testid="vvi-nll"]', (f) => Number(f.dataset.points));
+    assert.ok(points >= 2, `the dashboard follows the test NLL on the public CPS1988: ${points} points`);
+    assert.match(await page.textContent('[data-testid="vvi-nll"] figcaption'), /CPS1988 is a public data set/);
+    const header = await page.$$eval('[data-testid="vvi-twin-table"] thead th', (ths) => ths.map((t) => t.textContent).join(','));
+    assert.equal(header, `${CPS_A},${CPS_B}`);
+    for (const site of sites) {
+      await site.tab.page.waitForSelector('[data-testid="vvi-site-panel"][data-released="true"]', { timeout: RUN_TIMEOUT_MS });
+    }
+    // What each party's worker holds: its own columns of all 28 155 rows, never the other's.
+    const held = await Promise.all(sites.map((s) => s.tab.page.$eval('[data-testid="vvi-site-panel"]', (e) => [e.dataset.columns, e.dataset.rows])));
+    assert.deepEqual(held, [[CPS_A, '28155'], [CPS_B, '28155'], ['', '0']]);
+    const a = sites[0].tab.page;
+    assert.match(await a.textContent('[data-testid="vvi-site-panel"]'), /party A \(demographics\): education, experience/);
+    assert.equal((await a.$$('[data-testid="vvi-marginal-chart"] svg')).length, 5, 'one chart per column of party A');
+    assert.equal((await sites[1].tab.page.$$('[data-testid="vvi-marginal-chart"] svg')).length, 2);
+    const [download] = await Promise.all([a.waitForEvent('download'), a.click('[data-testid="vvi-download-csv"]')]);
+    const lines = (await readFile(await download.path(), 'utf8')).trim().split('\n');
+    assert.equal(lines[0], `${CPS_A},${CPS_B}`, 'the twin has CPS1988\'s columns');
+    assert.equal(lines.length, 28_156, 'N rows of the twin and the header');
+    await shot(sites[1].tab, 'vvi-04-cps1988-party-b');
     assertNoErrors(tabs);
   });
 

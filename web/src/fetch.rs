@@ -1,22 +1,38 @@
-//! Files the app serves next to itself (the bundled data sets), fetched from the page's origin.
+//! Files the app serves next to itself (the bundled data sets), fetched from the page's origin,
+//! on the page or in a worker.
 
 use capelab_core::data::Dataset;
 use capelab_core::efpsn::problem::labelled_csv;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-/// The text at `url` (relative to the page), or an error naming the file.
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// The global `fetch`: the window's on a page, the worker's in a Web Worker.
+    #[wasm_bindgen(js_name = fetch)]
+    fn global_fetch(url: &str) -> js_sys::Promise;
+}
+
+/// `url` made absolute against the page's base address: what a worker started from a `blob:`
+/// URL must be given, as it cannot resolve the page's relative addresses.
+pub fn absolute(url: &str) -> Result<String, String> {
+    let document = web_sys::window().and_then(|w| w.document()).ok_or("no document")?;
+    let base = document.base_uri().ok().flatten().ok_or("no base address")?;
+    web_sys::Url::new_with_base(url, &base).map(|u| u.href()).map_err(|e| format!("{url}: {e:?}"))
+}
+
+/// The text at `url` (relative to the page, or absolute in a worker), or an error naming the
+/// file.
 pub async fn text(url: &str) -> Result<String, String> {
-    let window = web_sys::window().ok_or("no window")?;
     let failed = |e: wasm_bindgen::JsValue| {
         format!("could not fetch {url}: {}", e.as_string().unwrap_or_else(|| format!("{e:?}")))
     };
-    let response = JsFuture::from(window.fetch_with_str(url)).await.map_err(failed)?;
+    let response = JsFuture::from(global_fetch(url)).await.map_err(failed)?;
     let response: web_sys::Response = response.dyn_into().map_err(failed)?;
     if !response.ok() {
         return Err(format!(
             "could not fetch {url}: HTTP {} (the app is built with it by scripts/setup.sh, which \
-             writes data/digits.csv)",
+             writes data/)",
             response.status()
         ));
     }

@@ -36,6 +36,7 @@ use super::ica_form::IcaForm;
 use super::ica_run::IcaLive;
 use super::nn_run::{NnFinished, NnLive, NnRun};
 use super::step_gate::{PausableClock, Step, StepGate};
+use super::vvi_data::{CPS1988_URL, VviSource};
 use super::vvi_run::{VviFields, VviLive, VviRun};
 use super::wall_ms;
 use super::wire::{StudyTransport, WireLine, WireLog, send_noted};
@@ -357,15 +358,42 @@ impl DashboardStudy {
 
     /// Starts a vertical synthetic-data study (DP-VI + MPC): announces the table, then the task
     /// to the parties and the dealer the form picked among the sites present.
+    /// With CPS1988 the dashboard first fetches the public file for the test NLL (the parties
+    /// fetch it themselves, each keeping its own columns).
     pub fn start_vvi(&self, fields: VviFields) {
-        self.start_study(Ok::<_, FormError>, |inner, ws, sites, names| {
-            let me = inner.room.me.get_untracked().map(|p| p.id).ok_or("not in the room yet")?;
-            let transport = StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
-            inner.vvi_count += 1;
-            let number = inner.vvi_count;
-            inner.vvi =
-                Some(VviRun::start(number, me, &fields, &sites, transport, names, wall_ms())?);
-            Ok(())
+        let source = fields.source;
+        let open = move |this: Self, joined: Option<String>| {
+            this.start_study(Ok::<_, FormError>, |inner, ws, sites, names| {
+                let me =
+                    inner.room.me.get_untracked().map(|p| p.id).ok_or("not in the room yet")?;
+                let transport =
+                    StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+                inner.vvi_count += 1;
+                let number = inner.vvi_count;
+                let joined = joined.as_deref();
+                let run =
+                    VviRun::start(number, me, &fields, &sites, transport, names, wall_ms(), joined);
+                inner.vvi = Some(run?);
+                Ok(())
+            });
+        };
+        if source == VviSource::Generated {
+            open(*self, None);
+            return;
+        }
+        if self.view.busy() {
+            self.view
+                .start_error
+                .set(Some("A study is running: wait for it to end or stop it.".into()));
+            return;
+        }
+        let this = *self;
+        self.view.start_error.set(None);
+        leptos::task::spawn_local(async move {
+            match crate::fetch::text(CPS1988_URL).await {
+                Ok(csv) => open(this, Some(csv)),
+                Err(e) => this.view.start_error.set(Some(e)),
+            }
         });
     }
 
@@ -427,7 +455,8 @@ impl DashboardStudy {
             | FromWorker::Ledger { .. }
             | FromWorker::View(_)
             | FromWorker::EfpsnView(_)
-            | FromWorker::VviView(_) => {}
+            | FromWorker::VviView(_)
+            | FromWorker::Fetch { .. } => {}
         }
         self.settle();
     }

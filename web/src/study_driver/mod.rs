@@ -28,6 +28,7 @@ pub mod nn_run;
 pub mod site;
 pub mod step_gate;
 pub mod target;
+pub mod vvi_data;
 pub mod vvi_run;
 pub mod wire;
 

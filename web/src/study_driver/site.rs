@@ -613,12 +613,15 @@ impl SiteStudy {
         let (Some(me), Some(ledger)) = (guard.me.clone(), guard.ledger.clone()) else { return };
         let study = VviMessage::decode(payload).map(|m| m.study).ok();
         let data = guard.vvi_data.as_ref().filter(|d| Some(d.study) == study).map(|d| d.data);
+        // A party on CPS1988 fetches the file in its worker, which keeps only its own columns.
+        let file_url = data.and_then(|d| d.file()).and_then(|f| crate::fetch::absolute(f).ok());
         let start = ToWorker::VviStart {
             me: me.id,
             aggregator: from,
             payload: payload.to_vec(),
             ledger_json: ledger.borrow().to_json(),
             data,
+            file_url,
             twin_seed: fresh_seed(),
         };
         let Some(host) = self.worker(&mut guard) else { return };
@@ -698,7 +701,8 @@ impl SiteStudy {
             FromWorker::Ready
             | FromWorker::IcaLive(_)
             | FromWorker::Deadline(_)
-            | FromWorker::IcaStartFailed(_) => {}
+            | FromWorker::IcaStartFailed(_)
+            | FromWorker::Fetch { .. } => {}
         }
     }
 

@@ -6,68 +6,35 @@ and η, receives one share of the noisy clipped gradient sum from each party and
 Adam: cheap, so it runs on the page's thread (as EFPSN's observer does); the MPC runs in the
 parties' and the dealer's workers.
 
-**Data.** Every party tab draws the same seeded Adult-like table ([`adult_like`]: rows aligned by
-position) and keeps only its own columns; the seed is announced ([`DataAnnouncement`]) before the
-task. A generated table stands in for private data here: anyone with the seed could redraw it.
+**Data** ([`super::vvi_data`]): a seeded Adult-like table every party tab draws and cuts to its
+columns (a stand-in: anyone with the seed could redraw it), or CPS1988, whose file each party's
+worker fetches and cuts to its own columns. The table is announced ([`DataAnnouncement`]) before
+the task.
 
-**Test NLL.** Because the table is public, the dashboard redraws its test rows and follows the
-posterior's test NLL step by step ([`VviLive::nll`]). With private columns no tab could: the
-NLL needs every party's columns of the same rows, which is what the study never joins.
+**Test NLL.** Because both tables are public, the dashboard redraws (or fetches) the test rows and
+follows the posterior's test NLL step by step ([`VviLive::nll`]). With private columns no tab
+could: the NLL needs every party's columns of the same rows, which is what the study never joins.
 */
 
 use std::collections::BTreeMap;
 
-use capelab_core::codec;
 use capelab_core::driver::{Driver, Machine};
 use capelab_core::rng::{Seed, os_rng};
 use capelab_core::study::StudyId;
 use capelab_core::transport::Transport;
 use capelab_core::wire::{ParticipantId, To};
+use capelab_vertical_vi::cps1988;
 use capelab_vertical_vi::model::Posterior;
-use capelab_vertical_vi::model::generate::{adult_like, adult_like_schema};
 use capelab_vertical_vi::model::twin::TextTable;
 use capelab_vertical_vi::schema::PartyBlock;
 use capelab_vertical_vi::study::{Aggregator, BatchSampling, Status, VviTask};
-use capelab_vertical_vi::table::select_rows;
 use rand_core::Rng;
-use serde::{Deserialize, Serialize};
 
+use super::vvi_data::test_blocks;
 use super::wire::StudyTransport;
 use crate::study_view::vvi::{PlayerEpsilon, epsilons, release_json, twin, twin_table};
 
-/// The kind of the data announcement (the dashboard's own, ahead of `vvi/start`).
-pub const DATA_KIND: &str = "vvi-data/announce";
-
-/// The generated table every party draws its block from.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct VviData {
-    pub rows: usize,
-    pub seed: u64,
-}
-
-impl VviData {
-    /// Party p's block of the table, in the schema's party order.
-    pub fn block(&self, party: usize) -> Option<PartyBlock> {
-        adult_like(self.rows, self.seed).blocks.into_iter().nth(party)
-    }
-}
-
-/// Which table the run `study` is on: public, sent to every party before the task.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DataAnnouncement {
-    pub study: StudyId,
-    pub data: VviData,
-}
-
-impl DataAnnouncement {
-    pub fn encode(&self) -> Vec<u8> {
-        codec::encode(self)
-    }
-
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
-        codec::decode("vertical data announcement", bytes).map_err(|e| e.to_string())
-    }
-}
+pub use super::vvi_data::{DATA_KIND, DataAnnouncement, VviData, VviSource};
 
 /// What the teacher picks in the form. Roles: `None` picks the default (dealer: the last site
 /// present; parties: the first two others).
@@ -82,6 +49,8 @@ pub struct VviFields {
     pub learning_rate: f64,
     pub dealer: Option<ParticipantId>,
     pub parties: [Option<ParticipantId>; 2],
+    /// Which table: generated (N = `rows`) or CPS1988 (its own N; `rows` is not used).
+    pub source: VviSource,
 }
 
 impl Default for VviFields {
@@ -98,6 +67,7 @@ impl Default for VviFields {
             learning_rate: 0.05,
             dealer: None,
             parties: [None, None],
+            source: VviSource::Generated,
         }
     }
 }
@@ -141,16 +111,23 @@ impl VviFields {
         Ok((parties, dealer))
     }
 
-    /// The task for these roles, checked as every tab will check it.
+    /// The task for these roles on `data`, checked as every tab will check it. CPS1988 keeps
+    /// its fixed public train/test split ([`cps1988::SPLIT_SEED`]); a generated table uses
+    /// `split_seed`.
     pub fn task(
         &self,
+        data: &VviData,
         parties: Vec<ParticipantId>,
         dealer: ParticipantId,
         me: ParticipantId,
         split_seed: u64,
     ) -> Result<VviTask, String> {
+        let split_seed = match data {
+            VviData::Cps1988 => cps1988::SPLIT_SEED,
+            VviData::Generated { .. } => split_seed,
+        };
         let task = VviTask {
-            schema: adult_like_schema(),
+            schema: data.schema(),
             parties,
             dealer,
             components: self.components,
@@ -164,7 +141,7 @@ impl VviFields {
             init_log_sigma: -3.0,
             split_seed,
             test_fraction: 0.2,
-            rows: self.rows,
+            rows: data.rows(),
             delta: 1e-5,
         };
         task.check(me).map_err(|e| e.to_string())?;
@@ -186,6 +163,8 @@ pub struct TwinView {
 #[derive(Clone, Debug, PartialEq)]
 pub struct VviLive {
     pub number: usize,
+    /// The announced table (for the captions: both kinds are public).
+    pub data: VviData,
     pub finished: bool,
     pub status: Status,
     pub steps_done: u32,
@@ -207,6 +186,7 @@ impl VviLive {
 pub struct VviRun {
     pub number: usize,
     pub driver: Driver<StudyTransport, Aggregator>,
+    data: VviData,
     names: BTreeMap<ParticipantId, String>,
     players: Vec<PlayerEpsilon>,
     twin_seed: u64,
@@ -221,6 +201,9 @@ const SAMPLE_ROWS: usize = 12;
 
 impl VviRun {
     /// Opens the study: the data announcement, then `vvi/start` to the parties and the dealer.
+    /// `joined`: the dashboard's copy of CPS1988 when the form picked it (public, so the
+    /// dashboard may hold it whole for the test NLL; the parties never do).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         number: usize,
         me: ParticipantId,
@@ -229,22 +212,18 @@ impl VviRun {
         mut transport: StudyTransport,
         names: BTreeMap<ParticipantId, String>,
         now_ms: u64,
+        joined: Option<&str>,
     ) -> Result<Self, String> {
         let mut rng = os_rng();
         let (parties, dealer) = fields.roles(sites)?;
-        let task = fields.task(parties.clone(), dealer, me, rng.next_u64())?;
+        // 53 bits: the seed crosses `postMessage` to the parties' workers as a JS number.
+        let data = fields.source.data(fields.rows, rng.next_u64() >> 11);
+        let task = fields.task(&data, parties.clone(), dealer, me, rng.next_u64())?;
         let players = epsilons(&task)?;
         let mut id = [0u8; 16];
         rng.fill_bytes(&mut id);
         let study = StudyId(id);
-        // 53 bits: the seed crosses `postMessage` to the parties' workers as a JS number.
-        let data = VviData { rows: fields.rows, seed: rng.next_u64() >> 11 };
-        let split = task.split();
-        let test: Vec<PartyBlock> = adult_like(data.rows, data.seed)
-            .blocks
-            .iter()
-            .map(|b| select_rows(b, &split.test))
-            .collect();
+        let test = test_blocks(&data, joined, &task.split().test)?;
         let (aggregator, out) =
             Aggregator::start(me, study, task, Seed::Os).map_err(|e| e.to_string())?;
         let announced = DataAnnouncement { study, data }.encode();
@@ -258,6 +237,7 @@ impl VviRun {
         let mut run = VviRun {
             number,
             driver,
+            data,
             names,
             players,
             twin_seed: rng.next_u64() % 1_000_000,
@@ -306,6 +286,7 @@ impl VviRun {
         let refusals = super::refusal_lines(self.driver.log());
         VviLive {
             number: self.number,
+            data: self.data,
             finished: agg.is_finished(),
             status: agg.status().clone(),
             steps_done: agg.steps_done(),
@@ -332,20 +313,26 @@ mod tests {
         let twice = VviFields { dealer: Some(2), parties: [Some(2), None], ..f.clone() };
         assert!(twice.roles(&[2, 3, 4]).unwrap_err().contains("two roles"));
         assert!(f.roles(&[2, 3]).unwrap_err().contains("3 tabs"));
-        let task = f.task(vec![2, 3], 4, 1, 9).unwrap();
+        let data = f.source.data(f.rows, 9);
+        let task = f.task(&data, vec![2, 3], 4, 1, 9).unwrap();
         assert_eq!(task.schema.zeta_gradient_len(task.components), 69);
         let bad = VviFields { batch: 5000, ..f };
-        assert!(bad.task(vec![2, 3], 4, 1, 9).unwrap_err().contains("batch"));
+        assert!(bad.task(&data, vec![2, 3], 4, 1, 9).unwrap_err().contains("batch"));
     }
 
     #[test]
-    fn the_announced_table_gives_each_party_its_columns_of_the_same_rows() {
-        let data = VviData { rows: 50, seed: 3 };
-        let a = data.block(0).unwrap();
-        assert_eq!((a.rows, a.features), (50, 3));
-        assert_eq!(data.block(1).unwrap().features, 2);
-        assert!(data.block(2).is_none());
-        let msg = DataAnnouncement { study: StudyId([1; 16]), data };
-        assert_eq!(DataAnnouncement::decode(&msg.encode()).unwrap(), msg);
+    fn a_cps1988_task_is_the_public_schema_rows_and_split() {
+        let f = VviFields {
+            source: VviSource::Cps1988,
+            components: 20,
+            batch: 100,
+            ..VviFields::default()
+        };
+        let data = f.source.data(f.rows, 9);
+        assert_eq!(data, VviData::Cps1988);
+        let task = f.task(&data, vec![2, 3], 4, 1, 9).unwrap();
+        assert_eq!((task.rows, task.split_seed), (cps1988::ROWS, cps1988::SPLIT_SEED));
+        assert_eq!(task.schema, cps1988::schema());
+        assert_eq!(task.train_rows(), 22_524);
     }
 }

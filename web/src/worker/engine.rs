@@ -104,7 +104,8 @@ impl Engine {
             // The vertical study's party or dealer: [`super::state`] routes them to it.
             ToWorker::VviStart { .. }
             | ToWorker::VviMessage { .. }
-            | ToWorker::VviDeparture { .. } => {}
+            | ToWorker::VviDeparture { .. }
+            | ToWorker::VviTable { .. } => {}
         }
         out.push(FromWorker::View(Box::new(self.view())));
         out

@@ -26,14 +26,31 @@ pub fn capelab_worker_main() {
             }
             Err(e) => vec![FromWorker::Refused(format!("unreadable message from the tab: {e}"))],
         };
-        for reply in &replies {
-            post(reply);
-        }
+        deliver(replies);
     });
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     // The handler lives as long as the worker.
     on_message.forget();
     post(&FromWorker::Ready);
+}
+
+/// Posts the replies to the tab, except a [`FromWorker::Fetch`], which this worker does itself:
+/// the fetched text goes back into the state as [`ToWorker::VviTable`], never through the tab.
+fn deliver(replies: Vec<FromWorker>) {
+    for reply in replies {
+        match reply {
+            FromWorker::Fetch { url } => {
+                wasm_bindgen_futures::spawn_local(async move {
+                    let joined = crate::fetch::text(&url).await;
+                    let message = ToWorker::VviTable { joined };
+                    let replies =
+                        STATE.with(|s| s.borrow_mut().handle(message, js_sys::Date::now() as u64));
+                    deliver(replies);
+                });
+            }
+            other => post(&other),
+        }
+    }
 }
 
 fn post(message: &FromWorker) {

@@ -81,7 +81,14 @@ pub enum ToWorker {
         payload: Vec<u8>,
         ledger_json: String,
         data: Option<crate::study_driver::vvi_run::VviData>,
+        /// The absolute address of the table's file, when the party fetches one (a worker
+        /// started from a `blob:` URL cannot resolve the page's relative addresses).
+        file_url: Option<String>,
         twin_seed: u64,
+    },
+    /// The worker's own fetch of the vertical study's table finished (never sent by the tab).
+    VviTable {
+        joined: Result<String, String>,
     },
     /// A `vvi/…` message from a member of the run.
     VviMessage {
@@ -173,6 +180,9 @@ pub enum FromWorker {
     EfpsnView(Box<super::efpsn::EfpsnSiteView>),
     /// What the site's vertical synthetic-data panel shows.
     VviView(Box<super::vvi::VviSiteView>),
+    /// The worker should fetch this file and hand it back as [`ToWorker::VviTable`] (done in
+    /// the worker's entry, never posted to the tab).
+    Fetch { url: String },
 }
 
 impl FromWorker {

@@ -47,6 +47,8 @@ pub struct VviSiteView {
     pub role: String,
     /// The party's rows (private: they never leave the tab).
     pub rows: usize,
+    /// The names of the columns this worker holds (only its own party's).
+    pub columns: Vec<String>,
     pub status: String,
     pub progress: f64,
     pub released: bool,
@@ -61,9 +63,25 @@ pub struct VviSiteView {
     pub refusals: Vec<String>,
 }
 
+/// A party's start while its table is being fetched, and the inputs that arrived meanwhile.
+struct Pending {
+    me: ParticipantId,
+    aggregator: ParticipantId,
+    payload: Vec<u8>,
+    ledger: Ledger,
+    data: Option<VviData>,
+    queue: Vec<Queued>,
+}
+
+enum Queued {
+    Message { from: ParticipantId, payload: Vec<u8> },
+    Departure(ParticipantId),
+}
+
 #[derive(Default)]
 pub struct VviEngine {
     role: Option<Role>,
+    pending: Option<Pending>,
     task: Option<VviTask>,
     epsilon: Option<(f64, f64)>,
     ledger: LedgerWatch,
@@ -73,6 +91,9 @@ pub struct VviEngine {
 }
 
 impl VviEngine {
+    /// A `vvi/start`. A party on a table it must fetch (CPS1988) waits for
+    /// [`VviEngine::table`]: it asks the worker to fetch `file_url` ([`FromWorker::Fetch`]) and
+    /// keeps the run's messages, in order, until the file is here.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
@@ -81,6 +102,7 @@ impl VviEngine {
         payload: &[u8],
         ledger_json: &str,
         data: Option<VviData>,
+        file_url: Option<String>,
         twin_seed: u64,
         now_ms: u64,
     ) -> Vec<FromWorker> {
@@ -96,12 +118,51 @@ impl VviEngine {
         *self = VviEngine { twin_seed, ..VviEngine::default() };
         self.ledger.reset(&ledger);
         self.epsilon = task.epsilon().ok().map(|e| (e, task.delta));
+        let start =
+            Pending { me, aggregator, payload: payload.to_vec(), ledger, data, queue: Vec::new() };
+        let index = task.parties.iter().position(|&p| p == me);
+        let fetch = match (index, data.and_then(|d| d.file())) {
+            (Some(_), Some(file)) => Some(file_url.unwrap_or_else(|| file.to_string())),
+            _ => None,
+        };
+        self.task = Some(task);
+        match fetch {
+            Some(url) => {
+                self.pending = Some(start);
+                vec![FromWorker::Fetch { url }, FromWorker::VviView(Box::new(self.view()))]
+            }
+            None => self.begin(start, None, now_ms),
+        }
+    }
+
+    /// The fetched table (or why it could not be fetched): the waiting party starts on its
+    /// block of it, then handles the messages that arrived meanwhile.
+    pub fn table(&mut self, joined: Result<String, String>, now_ms: u64) -> Vec<FromWorker> {
+        let Some(start) = self.pending.take() else { return Vec::new() };
+        match joined {
+            Ok(text) => self.begin(start, Some(&text), now_ms),
+            Err(e) => {
+                self.refusals.push(e);
+                self.begin(start, None, now_ms)
+            }
+        }
+    }
+
+    /// The role on its block; `joined` is the fetched file, read here and dropped: only this
+    /// party's columns are kept (the other party's columns never enter the worker's state).
+    fn begin(&mut self, start: Pending, joined: Option<&str>, now_ms: u64) -> Vec<FromWorker> {
+        let Pending { me, aggregator, payload, ledger, data, queue } = start;
+        let Some(task) = self.task.clone() else { return Vec::new() };
         let role = if task.dealer == me {
             Role::Dealer(Box::new(Dealer::new(me, aggregator, Seed::Os)))
         } else if let Some(index) = task.parties.iter().position(|&p| p == me) {
             let columns = task.schema.parties[index].features.len();
-            // No announcement: an empty block, which the party refuses, naming the row count.
-            let real = data.and_then(|d| d.block(index)).unwrap_or(PartyBlock {
+            let block = data.map(|d| d.block(index, joined));
+            if let Some(Err(e)) = &block {
+                self.refusals.push(e.clone());
+            }
+            // No table: an empty block, which the party refuses, naming the row count.
+            let real = block.and_then(Result::ok).unwrap_or(PartyBlock {
                 rows: 0,
                 features: columns,
                 cells: Vec::new(),
@@ -109,21 +170,36 @@ impl VviEngine {
             let role = Party::new(me, aggregator, real.clone(), ledger, Seed::Os);
             Role::Party { index, real, role: Box::new(role) }
         } else {
+            self.task = None;
             return vec![FromWorker::VviView(Box::new(self.view()))];
         };
-        self.task = Some(task);
         let role = self.role.insert(role);
-        let result = role.machine().handle(now_ms, aggregator, payload);
-        self.after(result)
+        let result = role.machine().handle(now_ms, aggregator, &payload);
+        let mut replies = self.after(result);
+        for input in queue {
+            replies.extend(match input {
+                Queued::Message { from, payload } => self.message(from, &payload, now_ms),
+                Queued::Departure(who) => self.departure(who, now_ms),
+            });
+        }
+        replies
     }
 
     pub fn message(&mut self, from: ParticipantId, payload: &[u8], now_ms: u64) -> Vec<FromWorker> {
+        if let Some(pending) = self.pending.as_mut() {
+            pending.queue.push(Queued::Message { from, payload: payload.to_vec() });
+            return Vec::new();
+        }
         let Some(role) = self.role.as_mut() else { return Vec::new() };
         let result = role.machine().handle(now_ms, from, payload);
         self.after(result)
     }
 
     pub fn departure(&mut self, who: ParticipantId, now_ms: u64) -> Vec<FromWorker> {
+        if let Some(pending) = self.pending.as_mut() {
+            pending.queue.push(Queued::Departure(who));
+            return Vec::new();
+        }
         let Some(role) = self.role.as_mut() else { return Vec::new() };
         let result = role.machine().handle_departure(now_ms, who);
         self.after(result)
@@ -171,6 +247,11 @@ impl VviEngine {
             refusals: self.refusals.iter().rev().take(5).cloned().collect(),
             ..VviSiteView::default()
         };
+        if let (Some(_), Some(task)) = (&self.pending, &self.task) {
+            view.role = "a party (fetching the public table to keep its own columns)".into();
+            view.status = format!("Fetching the table ({} rows) …", task.rows);
+            return view;
+        }
         let (Some(role), Some(task)) = (&self.role, &self.task) else {
             view.status = "Waiting for the dashboard".into();
             return view;
@@ -179,6 +260,9 @@ impl VviEngine {
             Role::Party { index, real, .. } => {
                 view.rows = real.rows;
                 let party = &task.schema.parties[*index];
+                if real.rows > 0 {
+                    view.columns = party.features.iter().map(|f| f.name.clone()).collect();
+                }
                 let columns: Vec<&str> = party.features.iter().map(|f| f.name.as_str()).collect();
                 let letter = ["A", "B", "C", "D"].get(*index).copied().unwrap_or("?");
                 format!("party {letter} ({}): {}", party.name, columns.join(", "))
@@ -213,20 +297,34 @@ mod tests {
     use capelab_vertical_vi::study::{Aggregator, kind};
 
     use super::*;
-    use crate::study_driver::vvi_run::VviFields;
+    use crate::study_driver::vvi_run::{VviFields, VviSource};
     use crate::worker::protocol::ToWorker;
     use crate::worker::state::WorkerState;
 
     const AGG: ParticipantId = 1;
     const SITES: [ParticipantId; 3] = [2, 3, 4];
 
-    /// Runs the study; `leave` makes that site vanish after that many of its inputs.
-    fn run(leave: Option<(usize, usize)>) -> (Aggregator, Vec<Option<VviSiteView>>, Vec<String>) {
+    type Outcome = (Aggregator, Vec<Option<VviSiteView>>, Vec<String>);
+
+    /// Runs the study on the generated table; `leave` makes that site vanish after that many of
+    /// its inputs.
+    fn run(leave: Option<(usize, usize)>) -> Outcome {
         let fields =
             VviFields { rows: 300, batch: 20, steps: 4, components: 3, ..VviFields::default() };
+        run_on(&fields, VviData::Generated { rows: 300, seed: 11 }, None, leave)
+    }
+
+    /// Runs the study on `data`; a party that asks for its table's file gets `joined` once the
+    /// wire is quiet (so the run's first messages wait for it in its queue).
+    fn run_on(
+        fields: &VviFields,
+        data: VviData,
+        joined: Option<&str>,
+        leave: Option<(usize, usize)>,
+    ) -> Outcome {
         let (parties, dealer) = fields.roles(&SITES).unwrap();
-        let task = fields.task(parties, dealer, AGG, 5).unwrap();
-        let data = VviData { rows: 300, seed: 11 };
+        let task = fields.task(&data, parties, dealer, AGG, 5).unwrap();
+        let mut fetching: VecDeque<usize> = VecDeque::new();
         let (mut agg, out) =
             Aggregator::start(AGG, StudyId([3; 16]), task, Seed::Fixed(1)).unwrap();
         let mut workers: Vec<WorkerState> = SITES.iter().map(|_| WorkerState::default()).collect();
@@ -246,7 +344,22 @@ mod tests {
                 To::All => panic!("one by one"),
             })
             .collect();
-        while let Some((to, from, k, payload)) = wire.pop_front() {
+        loop {
+            let Some((to, from, k, payload)) = wire.pop_front() else {
+                let Some(i) = fetching.pop_front() else { break };
+                let joined = joined.map(str::to_owned).ok_or_else(|| "offline".to_string());
+                for reply in workers[i].handle(ToWorker::VviTable { joined }, 0) {
+                    match reply {
+                        FromWorker::Send { to: To::One(dest), kind, payload } => {
+                            wire.push_back((dest, SITES[i], kind, payload))
+                        }
+                        FromWorker::Ledger { json } => ledgers[i] = json,
+                        FromWorker::VviView(v) => views[i] = Some(*v),
+                        other => panic!("unexpected {other:?}"),
+                    }
+                }
+                continue;
+            };
             if Some(to) == gone || Some(from) == gone {
                 continue;
             }
@@ -265,6 +378,7 @@ mod tests {
                     payload,
                     ledger_json: ledgers[i].clone(),
                     data: Some(data),
+                    file_url: None,
                     twin_seed: 9,
                 }
             } else {
@@ -277,6 +391,10 @@ mod tests {
                     }
                     FromWorker::Ledger { json } => ledgers[i] = json,
                     FromWorker::VviView(v) => views[i] = Some(*v),
+                    FromWorker::Fetch { url } => {
+                        assert_eq!(url, "cps1988.csv");
+                        fetching.push_back(i);
+                    }
                     other => panic!("unexpected {other:?}"),
                 }
             }
@@ -334,5 +452,48 @@ mod tests {
             assert!(stopped.contains("the dealer (participant 4)"), "{v:?}");
             assert!(v.twin_csv.is_none());
         }
+    }
+
+    #[test]
+    fn cps1988_parties_fetch_the_file_and_keep_only_their_own_columns() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/cps1988.csv");
+        let joined = std::fs::read_to_string(path).expect("data/cps1988.csv (scripts/setup.sh)");
+        let fields = VviFields {
+            source: VviSource::Cps1988,
+            batch: 20,
+            steps: 2,
+            components: 2,
+            ..VviFields::default()
+        };
+        let (agg, views, _) = run_on(&fields, VviData::Cps1988, Some(&joined), None);
+        assert!(matches!(agg.status(), Status::Released(_)), "{:?}", agg.status());
+        let views: Vec<VviSiteView> = views.into_iter().map(Option::unwrap).collect();
+        assert_eq!(views[0].columns, ["education", "experience", "ethnicity", "smsa", "region"]);
+        assert_eq!(views[1].columns, ["wage", "parttime"]);
+        assert!(views[2].columns.is_empty(), "the dealer holds no columns");
+        for (i, v) in views[..2].iter().enumerate() {
+            assert!(v.released && v.refusals.is_empty(), "{v:?}");
+            assert_eq!(v.rows, 28_155);
+            assert_eq!(v.marginals.len(), [5, 2][i]);
+            let csv = v.twin_csv.as_ref().unwrap();
+            let header = csv.lines().next().unwrap();
+            assert_eq!(header, "education,experience,ethnicity,smsa,region,wage,parttime");
+        }
+    }
+
+    #[test]
+    fn a_party_whose_fetch_failed_says_so_and_the_run_stops() {
+        let fields = VviFields {
+            source: VviSource::Cps1988,
+            batch: 20,
+            steps: 2,
+            components: 2,
+            ..VviFields::default()
+        };
+        let (agg, views, _) = run_on(&fields, VviData::Cps1988, None, None);
+        assert!(!matches!(agg.status(), Status::Released(_)), "{:?}", agg.status());
+        let a = views[0].as_ref().unwrap();
+        assert!(a.refusals.iter().any(|r| r.contains("offline")), "{a:?}");
+        assert!(a.columns.is_empty() && !a.released);
     }
 }

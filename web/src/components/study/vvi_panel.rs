@@ -5,6 +5,7 @@
 
 use capelab_core::wire::{ParticipantId, Role};
 use capelab_vertical_vi::model::generate::adult_like_schema;
+use capelab_vertical_vi::{cps1988, schema::Schema};
 use leptos::prelude::*;
 
 use crate::components::charts::line;
@@ -14,7 +15,7 @@ use crate::components::study::start::{StartButton, StartError};
 use crate::roster::{Presence, display_name};
 use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
-use crate::study_driver::vvi_run::{VviFields, VviLive};
+use crate::study_driver::vvi_run::{VviData, VviFields, VviLive, VviSource};
 
 use crate::study_view::vvi::{nll_chart, status_text};
 
@@ -30,6 +31,8 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let dealer = RwSignal::new(String::new());
     let party_a = RwSignal::new(String::new());
     let party_b = RwSignal::new(String::new());
+    let source = RwSignal::new("generated".to_string());
+    let cps = move || source.get() == "cps1988";
     let form_error = RwSignal::new(None::<String>);
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let sites = Memo::new(move |_| {
@@ -61,6 +64,11 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 learning_rate: VviFields::default().learning_rate,
                 dealer: pick(dealer.get_untracked()),
                 parties: [pick(party_a.get_untracked()), pick(party_b.get_untracked())],
+                source: if source.get_untracked() == "cps1988" {
+                    VviSource::Cps1988
+                } else {
+                    VviSource::Generated
+                },
             })
         })();
         match fields {
@@ -71,12 +79,26 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             Err(e) => form_error.set(Some(e)),
         }
     };
-    let schema = adult_like_schema();
-    let columns = |p: usize| {
+    let (generated, cps1988) = (adult_like_schema(), cps1988::schema());
+    let columns = |schema: &Schema, p: usize| {
         let party = &schema.parties[p];
         let names: Vec<&str> = party.features.iter().map(|f| f.name.as_str()).collect();
         format!("{}: {}", party.name, names.join(", "))
     };
+    let generated_note = format!(
+        "Data: a seeded Adult-like table that every party tab draws and cuts to its own columns \
+         (rows aligned by position). Party A {}; party B {}.",
+        columns(&generated, 0),
+        columns(&generated, 1)
+    );
+    let cps_note = format!(
+        "Data: CPS1988 (28 155 men, March 1988 Current Population Survey), served with this app. \
+         Each party tab fetches it in its worker and keeps only its own columns. Party A {}; \
+         party B {}. The bounds (wage 50–20 000 $/week, log scale) and the category labels are \
+         public, fixed before looking at the data.",
+        columns(&cps1988, 0),
+        columns(&cps1988, 1)
+    );
     view! {
         <section class="card span-all mean-panel" data-testid="vvi-panel">
             <h2>"Vertical synthetic data (DP-VI + MPC)"</h2>
@@ -89,17 +111,22 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 "posterior. Anyone can then sample a synthetic twin of the joint table "
                 "(Tajeddine, Jälkö, Kaski, Honkela; seed 004)."
             </p>
-            <p class="muted">
-                "Data: a seeded Adult-like table that every party tab draws and cuts to its own "
-                "columns (rows aligned by position). Party A "
-                {columns(0)} "; party B " {columns(1)} "."
+            <p class="muted" data-testid="vvi-data-note">
+                {move || if cps() { cps_note.clone() } else { generated_note.clone() }}
             </p>
             <form class="mean-form" on:submit=submit>
                 <fieldset class="field-grid" disabled=running>
                     <SitePick label="dealer" id="vvi-dealer" default="the last site present" sites value=dealer />
                     <SitePick label="party A" id="vvi-party-a" default="first free site" sites value=party_a />
                     <SitePick label="party B" id="vvi-party-b" default="next free site" sites value=party_b />
-                    <label>"rows N"<input id="vvi-rows" inputmode="numeric" bind:value=rows /></label>
+                    <label>"data"
+                        <select id="vvi-source" bind:value=source>
+                            <option value="generated">"generated (public seed)"</option>
+                            <option value="cps1988">"CPS1988 (each party its own columns)"</option>
+                        </select>
+                    </label>
+                    <label>"rows N"<input id="vvi-rows" inputmode="numeric" bind:value=rows disabled=cps
+                        title=move || cps().then_some("CPS1988 has its own N = 28 155") /></label>
                     <label>"components K"<input id="vvi-components" inputmode="numeric" bind:value=components /></label>
                     <label>"noise σ"<input id="vvi-sigma" inputmode="decimal" bind:value=sigma /></label>
                     <label>"clip C"<input id="vvi-clip" inputmode="decimal" bind:value=clip /></label>
@@ -214,7 +241,7 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
             </p>
             <figure class="chart" data-testid="vvi-nll" data-first=live.nll.first().map(|p| p.1) data-last=live.nll.last().map(|p| p.1) data-points=live.nll.len()>
                 <div inner_html=line::render(&nll_chart(&live.nll, live.task.steps), "vvi-nll-chart")></div>
-                <figcaption class="small">"The dashboard can follow the test NLL only because this table is generated from a public seed: it redraws the held-out rows. With private columns no tab holds a whole row, and no tab could."</figcaption>
+                <figcaption class="small">{nll_caption(&live.data)}</figcaption>
             </figure>
             <h3>"ε per player"</h3>
             <p class="muted">{format!("At δ = {} by the accountant (subsampled Gaussian, Poisson q = B/N_train). The parties' ledgers record the outside analyst's ε; a party knows the batch indices and its own noise share, so the other parties' data are less hidden from it.", format_value(live.task.delta))}</p>
@@ -230,5 +257,21 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
                 <button type="button" class="button" data-testid="stop-vvi" on:click=move |_| study.stop()>"Stop"</button>
             </Show>
         </div>
+    }
+}
+
+/// Why the dashboard can draw a test NLL at all: the table is public.
+fn nll_caption(data: &VviData) -> &'static str {
+    match data {
+        VviData::Generated { .. } => {
+            "The dashboard can follow the test NLL only because this table is generated from a \
+             public seed: it redraws the held-out rows. With private columns no tab holds a whole \
+             row, and no tab could."
+        }
+        VviData::Cps1988 => {
+            "The dashboard can follow the test NLL only because CPS1988 is a public data set: it \
+             fetches the held-out rows itself. With private columns no tab holds a whole row, and \
+             no tab could."
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! A site's view of its role in the vertical synthetic-data study: which columns it holds (or that
 //! it is the dealer), the MPC steps as they run in its worker, the ε its ledger recorded, and after
-//! the release its columns' marginals, real beside synthetic, and the synthetic CSV.
+//! the release its columns' marginals, real beside synthetic, and the synthetic CSV. The names of
+//! the columns its worker holds are on the panel (`data-columns`) for the end-to-end test.
 
 use leptos::prelude::*;
 
@@ -47,7 +48,8 @@ pub fn VviSitePanel(study: SiteStudy) -> impl IntoView {
             });
             view! {
                 <section class="card site-study" data-testid="vvi-site-panel"
-                    data-released=v.released.to_string() data-stopped=v.stopped.is_some().to_string()>
+                    data-released=v.released.to_string() data-stopped=v.stopped.is_some().to_string()
+                    data-columns=v.columns.join(",") data-rows=v.rows>
                     <h2>"This site in the vertical synthetic-data study"</h2>
                     <p class="muted">{held}</p>
                     <p class="live-phase" data-testid="vvi-site-status">
