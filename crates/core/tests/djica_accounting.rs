@@ -14,19 +14,7 @@ use capelab_core::pca::{CovarianceSensitivity, PcaPrivacy};
 
 fn privacy(method: Method, eps: f64, iterations: usize, max: usize, sites: usize) -> DjicaPrivacy {
     let level = GaussianLevel { epsilon: eps, delta: 1e-2 };
-    let z = level.multiplier().unwrap();
-    DjicaPrivacy {
-        method,
-        unit: PrivacyUnit::Subject,
-        level: Some(level),
-        z_w: Some(z),
-        z_b: Some(z),
-        releases_per_iteration: 2,
-        iterations,
-        max_iterations: max,
-        sites,
-        scales: vec![],
-    }
+    DjicaPrivacy::planned(method, PrivacyUnit::Subject, level, iterations, max, sites).unwrap()
 }
 
 #[test]

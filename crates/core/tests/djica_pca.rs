@@ -139,7 +139,8 @@ fn top_eigenvectors_are_chosen_by_algebraic_value_and_whitening_is_guarded() {
     // eigenvalues 3, −5, 1, 0.5: the R = 2 largest algebraic are 3 and 1, not 3 and −5.
     let c = DMatrix::from_diagonal(&nalgebra::DVector::from_vec(vec![3.0, -5.0, 1.0, 0.5]));
     let sub = PrincipalSubspace::from_covariance(&c, 2).unwrap();
-    assert_eq!(sub.eigenvalues, vec![3.0, 1.0]);
+    // (to round-off: the solver reduces to tridiagonal form even when the input is diagonal)
+    assert!((sub.eigenvalues[0] - 3.0).abs() < 1e-14 && (sub.eigenvalues[1] - 1.0).abs() < 1e-14);
     assert_eq!(sub.v.column(0).iamax(), 0);
     assert_eq!(sub.v.column(1).iamax(), 2);
     // runica whitening: K = 2·Λ^{-1/2}·V_Rᵀ.

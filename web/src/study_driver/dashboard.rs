@@ -48,6 +48,9 @@ use crate::transport::WsTransport;
 use crate::worker::host::WorkerHost;
 use crate::worker::protocol::{FromWorker, ToWorker};
 
+/// Why a second study cannot start.
+const STUDY_RUNNING: &str = "A study is running: wait for it to end or stop it.";
+
 /// A study that ended: what the aggregator saw, and the names of the sites at the time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FinishedRound {
@@ -319,13 +322,19 @@ impl DashboardStudy {
         });
     }
 
+    /// True (and says why on the page) when a study is already running.
+    fn refuse_while_busy(&self) -> bool {
+        let busy = self.view.busy();
+        if busy {
+            self.view.start_error.set(Some(STUDY_RUNNING.into()));
+        }
+        busy
+    }
+
     /// Starts an EFPSN study among the present sites: fetches the data set (the app's copy of
     /// digits), computes x*, then announces the task. The agents run it among themselves.
     pub fn start_efpsn(&self, fields: EfpsnFields) {
-        if self.view.busy() {
-            self.view
-                .start_error
-                .set(Some("A study is running: wait for it to end or stop it.".into()));
+        if self.refuse_while_busy() {
             return;
         }
         let this = *self;
@@ -381,10 +390,7 @@ impl DashboardStudy {
             open(*self, None);
             return;
         }
-        if self.view.busy() {
-            self.view
-                .start_error
-                .set(Some("A study is running: wait for it to end or stop it.".into()));
+        if self.refuse_while_busy() {
             return;
         }
         let this = *self;
@@ -414,7 +420,7 @@ impl DashboardStudy {
             let inner = self.inner().ok_or("the dashboard is closing")?;
             let mut inner = inner.borrow_mut();
             if inner.busy() {
-                return Err("A study is running: wait for it to end or stop it.".into());
+                return Err(STUDY_RUNNING.into());
             }
             let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
             let (sites, names) = present_sites(&inner.room);

@@ -246,6 +246,34 @@ pub struct DjicaPrivacy {
     pub scales: Vec<SiteNoiseScales>,
 }
 
+impl DjicaPrivacy {
+    /// The record of a private run at `level` that makes `iterations` of at most `max_iterations`
+    /// among `sites` releasing sites, without running it (what accounting needs for a preview or
+    /// a calibration check); `None` when the level is out of range.
+    pub fn planned(
+        method: Method,
+        unit: PrivacyUnit,
+        level: GaussianLevel,
+        iterations: usize,
+        max_iterations: usize,
+        sites: usize,
+    ) -> Option<Self> {
+        let z = level.multiplier().ok()?;
+        Some(DjicaPrivacy {
+            method,
+            unit,
+            level: Some(level),
+            z_w: Some(z),
+            z_b: Some(z),
+            releases_per_iteration: 2,
+            iterations,
+            max_iterations,
+            sites,
+            scales: vec![],
+        })
+    }
+}
+
 /// A finished run.
 #[derive(Clone, Debug)]
 pub struct DjicaResult {

@@ -95,19 +95,8 @@ mod tests {
         iterations: usize,
         sites: usize,
     ) -> DjicaPrivacy {
-        let z = level.multiplier().unwrap();
-        DjicaPrivacy {
-            method,
-            unit: PrivacyUnit::Subject,
-            level: Some(level),
-            z_w: Some(z),
-            z_b: Some(z),
-            releases_per_iteration: 2,
-            iterations,
-            max_iterations: iterations,
-            sites,
-            scales: vec![],
-        }
+        DjicaPrivacy::planned(method, PrivacyUnit::Subject, level, iterations, iterations, sites)
+            .expect("a valid level")
     }
 
     /// The level meets the target in the study's own account (guarantee view, J_max, exact
