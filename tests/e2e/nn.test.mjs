@@ -105,7 +105,11 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
     await page.selectOption('#nn-epsilon-scope', 'study');
     await page.fill('#nn-epsilon-study', '4');
     const calibration = await page.waitForSelector('[data-testid="nn-calibration"]', { timeout: STEP_TIMEOUT_MS });
-    assert.match(await calibration.textContent(), /^PLD: z = [\d.]+ per iteration; RDP needs [\d.]+ \([\d.]+% more noise\)$/);
+    // four CAPE sites: the target holds in the ledger's full view, c_S = 28/15
+    assert.match(
+      await calibration.textContent(),
+      /^PLD: z = [\d.]+ per iteration; RDP needs [\d.]+ \([\d.]+% more noise\); in each site's ledger view \(c_S = 1\.8667\)$/,
+    );
     await page.fill('#nn-epsilon-study', '0');
     await page.waitForSelector('[data-testid="nn-calibration-error"]', { timeout: STEP_TIMEOUT_MS });
     await page.selectOption('#nn-epsilon-scope', 'iteration');

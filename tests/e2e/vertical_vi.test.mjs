@@ -48,9 +48,15 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
     assert.ok(nll[2] >= 2, `NLL points: ${nll}`);
     assert.ok(nll[1] < nll[0], `test NLL falls over the run: ${nll[0]} → ${nll[1]}`);
     assert.ok(await page.$('[data-testid="vvi-nll"] svg'), 'the NLL chart is drawn');
-    const epsilons = await page.$$eval('[data-testid="vvi-epsilon-row"]', (rows) => rows.map((r) => Number(r.dataset.epsilon)));
-    assert.ok(epsilons.length >= 2, `ε rows: ${epsilons}`);
-    for (const e of epsilons) assert.ok(e > 0 && Number.isFinite(e), `ε = ${e}`);
+    const epsilons = await page.$$eval('[data-testid="vvi-epsilon-row"]', (rows) =>
+      rows.map((r) => ({ charged: Number(r.dataset.epsilon), pld: Number(r.dataset.pld), rdp: Number(r.dataset.rdp) })));
+    assert.ok(epsilons.length >= 2, `ε rows: ${JSON.stringify(epsilons)}`);
+    for (const e of epsilons) {
+      assert.ok(e.charged > 0 && Number.isFinite(e.charged), `ε = ${e.charged}`);
+      // PLD and RDP side by side; the charged ε is the tighter of the two
+      assert.equal(e.charged, Math.min(e.pld, e.rdp), JSON.stringify(e));
+    }
+    assert.ok(epsilons[0].pld < epsilons[0].rdp, `the analyst's PLD is tighter: ${JSON.stringify(epsilons[0])}`);
     const header = await page.$$eval('[data-testid="vvi-twin-table"] thead th', (ths) => ths.map((t) => t.textContent).join(','));
     assert.equal(header, HEADER);
     for (const site of sites) {

@@ -37,7 +37,12 @@ pub fn status_text(status: &Status, steps: u32) -> (String, f64) {
 pub struct PlayerEpsilon {
     pub viewer: String,
     pub adjacency: String,
+    /// The tightest valid bound, min(RDP, PLD): what a ledger charges.
     pub epsilon: f64,
+    /// PLD (pessimistic, grid step 1e−4).
+    pub pld: f64,
+    /// RDP with Balle et al.'s conversion.
+    pub rdp: f64,
 }
 
 /// Spec B5's table for the task: the outside analyst (what the parties' ledgers record), a party
@@ -53,6 +58,8 @@ pub fn epsilons(task: &VviTask) -> Result<Vec<PlayerEpsilon>, String> {
                 Adjacency::ReplaceOne => "replace one record".into(),
             },
             epsilon: g.epsilon.best(),
+            pld: g.epsilon.pld,
+            rdp: g.epsilon.rdp.epsilon,
         })
         .collect())
 }
@@ -252,6 +259,9 @@ mod tests {
         let players = epsilons(&task).unwrap();
         assert_eq!(players[0].viewer, "outside analyst");
         assert!(players.iter().all(|p| p.epsilon > 0.0));
+        // the charged ε is the tighter bound, and for the subsampled Gaussian that is PLD
+        assert!(players.iter().all(|p| p.epsilon == p.pld.min(p.rdp)), "{players:?}");
+        assert!(players[0].pld < players[0].rdp, "{:?}", players[0]);
         assert!(players.iter().any(|p| p.viewer == "a party"));
         let json = release_json(&task, &release(&task), &players);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();

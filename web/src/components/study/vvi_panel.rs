@@ -188,10 +188,11 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
         .iter()
         .map(|p| {
             view! {
-                <tr data-testid="vvi-epsilon-row" data-epsilon=p.epsilon>
+                <tr data-testid="vvi-epsilon-row" data-epsilon=p.epsilon data-pld=p.pld data-rdp=p.rdp>
                     <th scope="row">{p.viewer.clone()}</th>
                     <td>{p.adjacency.clone()}</td>
-                    <td class="num">{format_value(p.epsilon)}</td>
+                    <td class="num">{format_value(p.pld)}</td>
+                    <td class="num">{format_value(p.rdp)}</td>
                 </tr>
             }
         })
@@ -244,9 +245,9 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
                 <figcaption class="small">{nll_caption(&live.data)}</figcaption>
             </figure>
             <h3>"ε per player"</h3>
-            <p class="muted">{format!("At δ = {} by the accountant (subsampled Gaussian, Poisson q = B/N_train). The parties' ledgers record the outside analyst's ε; a party knows the batch indices and its own noise share, so the other parties' data are less hidden from it.", format_value(live.task.delta))}</p>
+            <p class="muted">{format!("At δ = {} by the accountant (subsampled Gaussian, Poisson q = B/N_train). The parties' ledgers record the outside analyst's ε, charged by the tighter of the two bounds (PLD here); a party knows the batch indices and its own noise share, so the other parties' data are less hidden from it.", format_value(live.task.delta))}</p>
             <table class="numbers" data-testid="vvi-epsilons">
-                <thead><tr><th scope="col">"who looks"</th><th scope="col">"neighbouring tables"</th><th scope="col">"ε"</th></tr></thead>
+                <thead><tr><th scope="col">"who looks"</th><th scope="col">"neighbouring tables"</th><th scope="col">"ε by PLD"</th><th scope="col">"ε by RDP"</th></tr></thead>
                 <tbody>{players}</tbody>
             </table>
             {twin}
