@@ -84,17 +84,20 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
   it('runs on CPS1988, each party tab holding only its own columns', async () => {
     const { dashboard, tabs, sites } = room;
     const { page } = dashboard;
+    const before = await page.$eval('[data-testid="vvi-live"]', (e) => Number(e.dataset.number));
     await startVvi(page, sites[2].id, { steps: 3, batch: 30, source: 'cps1988' });
     assert.match(await page.textContent('[data-testid="vvi-data-note"]'), /CPS1988/);
-    await page.waitForSelector('[data-testid="vvi-live"][data-released="true"]', { timeout: RUN_TIMEOUT_MS });
+    // This run's release, not the last run's (the dashboard fetches CPS1988 before it starts).
+    await page.waitForSelector(`[data-testid="vvi-live"][data-number="${before + 1}"][data-released="true"]`, { timeout: RUN_TIMEOUT_MS });
     assert.match(await page.textContent('[data-testid="vvi-live"]'), /N = 28155 \(22524 training rows\)/);
     const points = await page.$eval('[data-testid="vvi-nll"]', (f) => Number(f.dataset.points));
     assert.ok(points >= 2, `the dashboard follows the test NLL on the public CPS1988: ${points} points`);
     assert.match(await page.textContent('[data-testid="vvi-nll"] figcaption'), /CPS1988 is a public data set/);
     const header = await page.$$eval('[data-testid="vvi-twin-table"] thead th', (ths) => ths.map((t) => t.textContent).join(','));
     assert.equal(header, `${CPS_A},${CPS_B}`);
-    for (const site of sites) {
-      await site.tab.page.waitForSelector('[data-testid="vvi-site-panel"][data-released="true"]', { timeout: RUN_TIMEOUT_MS });
+    // A party's panel names this run's columns from its start on, so this is this run's release.
+    for (const [site, columns] of [[sites[0], CPS_A], [sites[1], CPS_B]]) {
+      await site.tab.page.waitForSelector(`[data-testid="vvi-site-panel"][data-columns="${columns}"][data-released="true"]`, { timeout: RUN_TIMEOUT_MS });
     }
     // What each party's worker holds: its own columns of all 28 155 rows, never the other's.
     const held = await Promise.all(sites.map((s) => s.tab.page.$eval('[data-testid="vvi-site-panel"]', (e) => [e.dataset.columns, e.dataset.rows])));

@@ -395,6 +395,9 @@ impl DashboardStudy {
         }
         let this = *self;
         self.view.start_error.set(None);
+        // The last run's view goes now: while the file loads, nothing on the page may look
+        // like the new run's result.
+        self.view.vvi.set(None);
         leptos::task::spawn_local(async move {
             match crate::fetch::text(CPS1988_URL).await {
                 Ok(csv) => open(this, Some(csv)),

@@ -233,7 +233,7 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
         }
     });
     view! {
-        <div class="live-study study-focus" data-testid="vvi-live" data-finished=live.finished.to_string()
+        <div class="live-study study-focus" data-testid="vvi-live" data-number=live.number data-finished=live.finished.to_string()
             data-released=matches!(live.status, capelab_vertical_vi::study::Status::Released(_)).to_string()>
             <p class="muted">{format!("{roles} · K = {}, σ = {}, C = {}, B = {}, T = {}, N = {} ({} training rows) · D = {d} gradient values per record", live.task.components, format_value(live.task.noise_multiplier), format_value(live.task.clip), live.task.batch, live.task.steps, live.task.rows, live.task.train_rows())}</p>
             <p class="live-phase" data-testid="vvi-status">
