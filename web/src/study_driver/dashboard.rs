@@ -113,6 +113,8 @@ pub struct DashboardView {
     pub efpsn_preparing: RwSignal<bool>,
     /// The running vertical synthetic-data study, or the last one (its `finished` says which).
     pub vvi: RwSignal<Option<VviLive>>,
+    /// The vertical study is fetching CPS1988 (for the test NLL) before it starts.
+    pub vvi_preparing: RwSignal<bool>,
 }
 
 impl DashboardView {
@@ -124,6 +126,7 @@ impl DashboardView {
             || self.efpsn.with(|e| e.as_ref().is_some_and(|e| !e.finished))
             || self.efpsn_preparing.get()
             || self.vvi.with(|v| v.as_ref().is_some_and(|v| !v.finished))
+            || self.vvi_preparing.get()
     }
 }
 
@@ -222,6 +225,7 @@ impl DashboardStudy {
             ica: RwSignal::new(None),
             efpsn: RwSignal::new(None),
             efpsn_preparing: RwSignal::new(false),
+            vvi_preparing: RwSignal::new(false),
             vvi: RwSignal::new(None),
         };
         let inner = Rc::new(RefCell::new(Inner {
@@ -340,6 +344,8 @@ impl DashboardStudy {
         let this = *self;
         self.view.efpsn_preparing.set(true);
         self.view.start_error.set(None);
+        // As for DP-VI on CPS1988: no view of the last run while this one prepares.
+        self.view.efpsn.set(None);
         leptos::task::spawn_local(async move {
             let data = crate::fetch::labelled_table(DIGITS_URL).await;
             this.view.efpsn_preparing.set(false);
@@ -398,8 +404,11 @@ impl DashboardStudy {
         // The last run's view goes now: while the file loads, nothing on the page may look
         // like the new run's result.
         self.view.vvi.set(None);
+        self.view.vvi_preparing.set(true);
         leptos::task::spawn_local(async move {
-            match crate::fetch::text(CPS1988_URL).await {
+            let csv = crate::fetch::text(CPS1988_URL).await;
+            this.view.vvi_preparing.set(false);
+            match csv {
                 Ok(csv) => open(this, Some(csv)),
                 Err(e) => this.view.start_error.set(Some(e)),
             }

@@ -24,6 +24,7 @@ pub mod efpsn_run;
 pub mod form;
 pub mod ica_form;
 pub mod ica_run;
+mod lesson;
 pub mod nn_run;
 pub mod site;
 pub mod step_gate;

@@ -122,6 +122,9 @@ pub static STUDIES: [StudyEntry; 6] = [
         centrepiece: |study| view! { <VviCentre study /> }.into_any(),
         stage: |study| {
             study.view.vvi.with(|v| match v {
+                None if study.view.vvi_preparing.get() => {
+                    Stage::Running("The vertical study is loading CPS1988.".into())
+                }
                 None => Stage::Idle,
                 Some(v) if v.finished => {
                     Stage::Done(format!("Vertical study {} has finished.", v.number))

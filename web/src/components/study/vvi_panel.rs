@@ -137,6 +137,9 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             </form>
             {move || form_error.get().map(|e| view! { <p class="form-error" role="alert">{e}</p> })}
             <StartError error=study.view.start_error />
+            <Show when=move || study.view.vvi_preparing.get()>
+                <p class="live-phase" data-testid="vvi-preparing">"Loading CPS1988 for the test NLL…"</p>
+            </Show>
             {move || study.view.vvi.get().map(|live| view! { <VviLiveView live study /> })}
         </section>
     }

@@ -1,0 +1,125 @@
+// End-to-end: the classroom lesson as a teacher runs it (issue 17, "How it is shown"). A dashboard
+// and four fresh sites run the four default studies in the picker's order (private mean,
+// regression, NN, Joint ICA) with no setting changed: the teacher only picks each study, presses
+// Start, and lets the held steps of the step-by-step mean go. Each study completes, its result is
+// in view when it lands, and the four fit every site's fresh default budget (ε = 10: the
+// accountant composes all of a site's releases, so the lesson costs 9.6 per site, not the 11.5 the
+// four studies' separate totals add up to; web/src/study_driver/lesson.rs checks the same sum).
+
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { assertNoErrors, openRoomWithSites, shot, startRelayAndBrowser, STEP_TIMEOUT_MS, stopRelayAndBrowser } from './helpers.mjs';
+
+const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
+/** The longest default study (Joint ICA: capePCA, then 150 capeDJICA iterations) takes ~15 s. */
+const STUDY_TIMEOUT_MS = 120_000;
+const DEFAULT_BUDGET = 10;
+
+/** Picks the study's tab and presses its Start button, as the defaults stand. */
+async function start(page, key) {
+  await page.click(`[data-testid="pick-${key}"]`);
+  await page.waitForSelector(`[data-testid="${key}-panel"]`, { timeout: STEP_TIMEOUT_MS });
+  await page.click(`[data-testid="start-${key}"]`);
+}
+
+/** Lets every held step go until `done` appears (the mean runs step by step by default). */
+async function releaseHeldSteps(page, done) {
+  const deadline = Date.now() + STUDY_TIMEOUT_MS;
+  while (!(await page.$(done))) {
+    assert.ok(Date.now() < deadline, `no ${done} within ${STUDY_TIMEOUT_MS} ms`);
+    const next = await page.$('[data-testid="held-step"] [data-testid="next-round"]');
+    if (next) await next.click().catch(() => {}); // the step may move on under the click
+    await page.waitForFunction(
+      (sel) => document.querySelector(sel) || document.querySelector('[data-testid="held-step"] [data-testid="next-round"]:not([disabled])'),
+      done,
+      { timeout: STUDY_TIMEOUT_MS },
+    );
+  }
+}
+
+/** Whether `selector`'s element is (at least partly) inside the viewport. */
+async function inView(page, selector) {
+  return page.$eval(selector, (e) => {
+    const r = e.getBoundingClientRect();
+    return r.bottom > 0 && r.top < window.innerHeight && r.height > 0;
+  });
+}
+
+async function spent(site) {
+  const el = await site.tab.page.waitForSelector('[data-testid="ledger-releases"]', { timeout: STEP_TIMEOUT_MS });
+  return Number(await el.getAttribute('data-count'));
+}
+
+describe('the lesson: the four default studies in order on fresh sites', { concurrency: false }, () => {
+  let relay;
+  let browser;
+  let tabs;
+  let dashboard;
+  let sites;
+
+  before(async () => {
+    ({ relay, browser } = await startRelayAndBrowser());
+    ({ dashboard, tabs, sites } = await openRoomWithSites(browser, await relay.url, SITE_NAMES));
+  });
+  after(() => stopRelayAndBrowser({ relay, browser }));
+
+  it('1. the private mean, step by step', async () => {
+    const { page } = dashboard;
+    await start(page, 'mean');
+    const result = '[data-testid="round-result"][data-round="1"]';
+    await releaseHeldSteps(page, result);
+    assert.equal(await page.getAttribute(result, 'data-status'), 'estimated');
+    assert.ok(await inView(page, '[data-testid="study-section"] .study-focus'), 'the result is in view');
+    for (const site of sites) assert.equal(await spent(site), 1, `${site.name}: one release`);
+  });
+
+  it('2. the regression (capeFM) with its conventional comparison', async () => {
+    const { page } = dashboard;
+    await start(page, 'regression');
+    const result = '[data-testid="round-result"][data-round="2"]';
+    await page.waitForSelector(result, { timeout: STUDY_TIMEOUT_MS });
+    assert.equal(await page.getAttribute(result, 'data-status'), 'estimated', await page.textContent(result));
+    const weights = JSON.parse(await page.getAttribute(`${result} [data-testid="regression-model"]`, 'data-weights'));
+    assert.ok(weights.length > 0 && weights.every(Number.isFinite), `ŵ = ${weights}`);
+    assert.ok(await inView(page, '[data-testid="study-section"] .study-focus'), 'the result is in view');
+    // CAPE's release and the conventional one
+    for (const site of sites) assert.equal(await spent(site), 3, `${site.name}: two more releases`);
+  });
+
+  it('3. the neural network (CAPE gradient descent)', async () => {
+    const { page } = dashboard;
+    await start(page, 'nn');
+    const result = '[data-testid="nn-result"][data-round="1"]';
+    await page.waitForSelector(result, { timeout: STUDY_TIMEOUT_MS });
+    assert.equal(await page.getAttribute(result, 'data-completed'), 'true', await page.textContent(result));
+    const j = Number(await page.getAttribute(result, 'data-iterations'));
+    assert.ok(j > 0, `${j} iterations`);
+    assert.ok(await inView(page, '[data-testid="study-section"] .study-focus'), 'the result is in view');
+    for (const site of sites) assert.equal(await spent(site), 3 + j, `${site.name}: one release per iteration`);
+  });
+
+  it('4. Joint ICA (capePCA, then capeDJICA): admitted by every site, the maps recovered', async () => {
+    const { page } = dashboard;
+    await start(page, 'ica');
+    const done = '[data-testid="ica-live"][data-finished="true"]';
+    await page.waitForSelector(done, { timeout: STUDY_TIMEOUT_MS });
+    const failure = await page.$('[data-testid="ica-failure"]');
+    assert.equal(failure, null, failure && (await failure.textContent()));
+    assert.equal(await page.getAttribute(done, 'data-stage'), 'capeDJICA');
+    const progress = '[data-testid="ica-progress"]';
+    assert.equal(await page.getAttribute(progress, 'data-done'), await page.getAttribute(progress, 'data-total'), await page.textContent(done));
+    const q = Number(await page.getAttribute('[data-testid="ica-q"]', 'data-final'));
+    console.log(`lesson: Joint ICA's final q_NGI ${q.toFixed(4)}`);
+    assert.ok(q < 0.2, `the maps emerge at the defaults: q_NGI = ${q}`);
+    assert.ok(await inView(page, '[data-testid="study-section"] .study-focus'), 'the maps are in view');
+    // Every site's budget row: the whole lesson inside the default budget.
+    const rows = await page.$$eval('[data-testid="budget-row"]', (els) => els.map((e) => Number(e.dataset.spent)));
+    assert.equal(rows.length, sites.length);
+    for (const s of rows) assert.ok(s > 0 && s <= DEFAULT_BUDGET, `spent ${s} of ${DEFAULT_BUDGET}`);
+    console.log(`lesson: ε spent per site ${rows.map((s) => s.toFixed(3)).join(', ')}`);
+    await shot(dashboard, 'lesson-01-dashboard');
+    await shot(sites[0].tab, 'lesson-02-site');
+    assertNoErrors(tabs);
+  });
+});
