@@ -82,6 +82,12 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
     assert.equal(await page.getAttribute(result, 'data-status'), 'estimated', await page.textContent(result));
     const weights = JSON.parse(await page.getAttribute(`${result} [data-testid="regression-model"]`, 'data-weights'));
     assert.ok(weights.length > 0 && weights.every(Number.isFinite), `ŵ = ${weights}`);
+    // The defaults show the point: a fit near the population's w*, not one swamped by the noise.
+    assert.equal(await page.$(`${result} [data-testid="regression-swamped"]`), null, await page.textContent(result));
+    const truth = (await page.textContent(`${result} [data-testid="population-weights"] .estimate-value`)).split(',').map(Number);
+    const gap = Math.hypot(...weights.map((w, j) => w - truth[j])) / Math.hypot(...truth);
+    console.log(`lesson: regression ŵ ${weights.map((w) => w.toFixed(3))} against w* ${truth}: relative error ${gap.toFixed(3)}`);
+    assert.ok(gap < 0.4, `ŵ near w*: ${gap}`);
     assert.ok(await inView(page, '[data-testid="study-section"] .study-focus'), 'the result is in view');
     // CAPE's release and the conventional one
     for (const site of sites) assert.equal(await spent(site), 3, `${site.name}: two more releases`);
@@ -120,6 +126,26 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
     console.log(`lesson: ε spent per site ${rows.map((s) => s.toFixed(3)).join(', ')}`);
     await shot(dashboard, 'lesson-01-dashboard');
     await shot(sites[0].tab, 'lesson-02-site');
+    assertNoErrors(tabs);
+  });
+
+  it('5. a second Joint ICA: every site declines the whole study before capePCA, spending nothing', async () => {
+    const { page } = dashboard;
+    const before = await Promise.all(sites.map(spent));
+    await start(page, 'ica');
+    const done = '[data-testid="ica-live"][data-number="2"][data-finished="true"]';
+    await page.waitForSelector(done, { timeout: STUDY_TIMEOUT_MS });
+    // The headline says it did not run, why, and the way out; no progress of a stage that never ran.
+    const phase = await page.textContent('[data-testid="ica-phase"][data-not-run="true"]');
+    assert.match(phase, /^Not run: nothing was released .*declined the whole study for lack of privacy budget, spending nothing: raise their budgets/, phase);
+    assert.equal(await page.$('[data-testid="ica-progress"]'), null);
+    assert.equal(await page.$('[data-testid="ica-maps"]'), null, 'no result panel for a run that released nothing');
+    assert.deepEqual(await Promise.all(sites.map(spent)), before, 'a decline costs nothing');
+    for (const site of sites) {
+      const declined = await site.tab.page.textContent('[data-testid="ica-site"]');
+      assert.match(declined, /insufficient privacy budget/, `${site.name}: ${declined}`);
+    }
+    await shot(dashboard, 'lesson-03-declined');
     assertNoErrors(tabs);
   });
 });

@@ -1,9 +1,9 @@
 //! The iterative study (CAPE gradient descent for the network of `nn`) over a MemoryRoom with
 //! S = 4 sites: exact zero sum and the pooled noise variance of the upfront mode, the non-private
 //! run against `nn::train`, CAPE's accuracy against the non-private one, the ledger, a decline
-//! on budget, and a site leaving mid-run.
+//! on budget (of the whole announced study, later stages included), and a site leaving mid-run.
 
-use capelab_core::accountant::{Budget, Ledger};
+use capelab_core::accountant::{Budget, Event, Ledger, Mechanism, Release};
 use capelab_core::cape::Collusion;
 use capelab_core::cape::privacy::c_s_full_view;
 use capelab_core::data::{Dataset, Normaliser, TargetKind, synthetic};
@@ -37,6 +37,8 @@ struct Run {
     budgets: Vec<f64>,
     departures: Vec<ScriptedDeparture>,
     allow_nonprivate: bool,
+    /// J_max of a later stage announced with this one (0: none).
+    then_iterations: u32,
 }
 
 impl Run {
@@ -50,6 +52,7 @@ impl Run {
             budgets: vec![1e6; SITES],
             departures: Vec::new(),
             allow_nonprivate: mode == NoiseMode::NonPrivate,
+            then_iterations: 0,
         }
     }
 
@@ -82,19 +85,24 @@ impl Run {
                 (NnSite::new(data), ledger)
             })
             .collect();
-        let (mode, iterations, z) = (self.mode, self.iterations, self.z());
+        let (mode, iterations, z, then) =
+            (self.mode, self.iterations, self.z(), self.then_iterations);
         let mut sim = IterativeSim::new(
             self.seed,
             |ids| {
-                IterativeParams::new(
-                    ids,
-                    mode,
-                    iterations,
-                    task.num_params(),
-                    task.sensitivity(n_s),
-                    z,
-                    DELTA,
-                )
+                let stage = |j| {
+                    IterativeParams::new(
+                        ids.clone(),
+                        mode,
+                        j,
+                        task.num_params(),
+                        task.sensitivity(n_s),
+                        z,
+                        DELTA,
+                    )
+                };
+                let later = if then > 0 { vec![stage(then)?] } else { Vec::new() };
+                stage(iterations)?.with_followed_by(later)
             },
             aggregator,
             sites,
@@ -271,6 +279,57 @@ fn a_site_without_budget_declines_before_sending_anything_else() {
                 < 1e-12
         );
     }
+}
+
+#[test]
+fn a_site_admits_or_declines_the_whole_announced_study_before_its_first_release() {
+    let (train, test) = classification(400, 4, 9);
+    let mut run = Run::new(NoiseMode::Upfront, 5);
+    run.then_iterations = 40;
+    // What the first stage alone and the whole study cost one site, by the ledger's accountant.
+    let z = run.z();
+    let budget_between = {
+        let spend = |j: u64| {
+            let mut l = Ledger::new("probe", Budget::new(1e6, DELTA).unwrap()).unwrap();
+            let c_s = c_s_full_view(&Collusion::default_for(SITES).unwrap());
+            let e = Event::with_collusion_factor(
+                "probe",
+                Mechanism::Gaussian { noise_multiplier: z },
+                j,
+                c_s,
+            )
+            .unwrap();
+            l.try_spend(Release::new("probe", e, 0)).unwrap();
+            l.spent()
+        };
+        let (first, whole) = (spend(5), spend(45));
+        assert!(whole > 1.5 * first, "{first} vs {whole}");
+        (first + whole) / 2.0
+    };
+    // Site 1 could afford the first stage but not the study it belongs to.
+    run.budgets[1] = budget_between;
+    let sim = run.sim(&train, &test);
+    assert_eq!(sim.sent_by_site(1), vec![kind::DECLINE]);
+    assert!(sim.site(1).spent().is_empty(), "a decline costs nothing");
+    let why = sim.site(1).end_reason().unwrap();
+    assert!(why.contains("insufficient privacy budget") && why.contains("stage 2"), "{why}");
+    // The others admit the whole study and record only what they release in this stage.
+    let outcome = sim.aggregator().outcome().unwrap();
+    assert_eq!(outcome.stop, StopReason::Completed { iterations: 5 });
+    for s in [0, 2, 3] {
+        assert_eq!(sim.site(s).spent().len(), 5, "site {s}");
+    }
+    // A following stage that announces stages of its own is refused, naming it.
+    let p = |j| IterativeParams::new(vec![1, 2, 3], NoiseMode::Upfront, j, 4, 0.1, 2.0, DELTA);
+    let nested = p(3).unwrap().with_followed_by(vec![p(2).unwrap()]).unwrap();
+    let err = p(1).unwrap().with_followed_by(vec![nested]).unwrap_err();
+    assert!(err.to_string().contains("stage 2"), "{err}");
+    let bad = IterativeParams { max_iterations: 0, ..p(1).unwrap() };
+    let err = p(1).unwrap().with_followed_by(vec![bad]).unwrap_err();
+    assert!(
+        err.to_string().starts_with("stage 2 of the study: the study needs at least 1"),
+        "{err}"
+    );
 }
 
 #[test]

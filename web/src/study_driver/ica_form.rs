@@ -156,8 +156,9 @@ impl IcaFields {
             z_pca,
             delta,
         )?;
-        // capeDJICA's parameters are checked now too, with a stand-in projection.
-        let form = IcaForm {
+        // capeDJICA's parameters are checked now too, with a stand-in projection, and announced
+        // with capePCA's: each site admits or declines both stages before its first release.
+        let mut form = IcaForm {
             data,
             sites,
             unit: self.unit,
@@ -170,10 +171,11 @@ impl IcaFields {
             pca_params,
             pca_task,
         };
-        form.djica_params(
+        let (djica, _) = form.djica_params(
             &form.sites,
             form.djica_task(vec![0.0; form.data.components * form.data.voxels]),
         )?;
+        form.pca_params = form.pca_params.with_followed_by(vec![djica])?;
         Ok(form)
     }
 
@@ -303,6 +305,8 @@ mod tests {
         let z = GaussianLevel { epsilon: 0.2, delta: 1e-2 }.multiplier().unwrap();
         assert!((params.local_sd() - z * 60.0 / 2000.0).abs() < 1e-12);
         assert_eq!(task.components, 8);
+        // capePCA announces capeDJICA's J_max releases with itself: a site admits both or neither.
+        assert_eq!(form.pca_params.followed_by, vec![params]);
 
         let bad = |f: fn(&mut IcaFields)| {
             let mut fields = IcaFields::default();

@@ -22,6 +22,7 @@ use nalgebra::DMatrix;
 
 use super::ica_form::IcaForm;
 use super::nn_run::{ROUND_TIMEOUT_MS, phase_text};
+use crate::study_view::nn::stop_text;
 use capelab_core::transport::Transport;
 use serde::{Deserialize, Serialize};
 
@@ -291,7 +292,12 @@ impl<T: Transport + Clone> IcaRun<T> {
             }
             Stage::Over => (
                 if self.djica.is_some() { "capeDJICA" } else { "capePCA" },
-                "Finished".to_owned(),
+                match (&self.djica, &self.pca) {
+                    (None, Some(pca)) => not_run_text(pca, |id| {
+                        self.names.get(&id).cloned().unwrap_or_else(|| format!("Site {id}"))
+                    }),
+                    _ => "Finished".to_owned(),
+                },
                 self.djica.as_ref().map(|o| points(&o.records)).unwrap_or_default(),
             ),
         };
@@ -325,6 +331,33 @@ fn points(
             epsilon_spent: r.epsilon_spent,
         })
         .collect()
+}
+
+/// The headline of a study that ended at capePCA: it did not run, why, and the way out when
+/// sites declined for lack of budget (a decline costs them nothing: the whole study was
+/// previewed before capePCA's release).
+pub fn not_run_text(pca: &PcaOutcome, name: impl Fn(ParticipantId) -> String) -> String {
+    let released = if pca.contributors.is_empty() {
+        "nothing was released".to_owned()
+    } else {
+        format!("capePCA released from {} site(s), capeDJICA did not start", pca.contributors.len())
+    };
+    let mut text = format!("Not run: {released} ({}).", stop_text(&pca.stop, &name));
+    let poor: Vec<String> = pca
+        .declined
+        .iter()
+        .filter(|d| d.reason.contains("insufficient privacy budget"))
+        .map(|d| name(d.site))
+        .collect();
+    if !poor.is_empty() {
+        text.push_str(&format!(
+            " {} declined the whole study for lack of privacy budget, spending nothing: raise \
+             their budgets (each site's ledger card), or ask for less (a lower ε, fewer \
+             iterations J).",
+            poor.join(", ")
+        ));
+    }
+    text
 }
 
 fn pca_phase(phase: IterAggregatorPhase) -> String {

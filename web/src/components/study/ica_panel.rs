@@ -246,6 +246,8 @@ fn IcaLiveView(live: IcaLive, study: DashboardStudy, tighten: Callback<()>) -> i
             .set(download::text(&format!("{csv_stem}-iterations.csv"), "text/csv", &csv).err());
     };
     let finished = live.finished;
+    // Ended at capePCA: capeDJICA never ran, so no progress and no result for it.
+    let not_run = finished && live.djica.is_none();
     let charts = (!live.points.is_empty()).then(|| {
         let q = line::render(&quality_chart(&live.points, total), "ica-q-svg");
         let eps = line::render(&epsilon_chart(&live.points, total, live.form.level.delta), "ica-eps-svg");
@@ -262,17 +264,19 @@ fn IcaLiveView(live: IcaLive, study: DashboardStudy, tighten: Callback<()>) -> i
         }
     });
     view! {
-        <div class="live-study study-focus" data-testid="ica-live" data-stage=live.stage.clone() data-finished=finished.to_string()>
+        <div class="live-study study-focus" data-testid="ica-live" data-number=live.number data-stage=live.stage.clone() data-finished=finished.to_string()>
             <h3>{format!("Study {} · {} · {}", live.number, live.stage, mode_text(live.form.mode))}</h3>
-            <p class="live-phase" data-testid="ica-phase">{live.phase.clone()}</p>
-            <div data-testid="ica-progress" data-done=done data-total=total>
-                <p class="muted">
-                    "capeDJICA iteration " {done} " of " {total}
-                    {q_now.map(|q| format!(" · q_NGI {}", format_value(q)))}
-                    {live.points.last().map(|p| format!(" · ρ {}", format_value(p.rate)))}
-                </p>
-                <div class="bar"><div class="bar-fill" style=format!("width: {percent:.1}%")></div></div>
-            </div>
+            <p class=if not_run { "live-phase callout callout-warn" } else { "live-phase" } data-testid="ica-phase" data-not-run=not_run.to_string()>{live.phase.clone()}</p>
+            {(!not_run).then(|| view! {
+                <div data-testid="ica-progress" data-done=done data-total=total>
+                    <p class="muted">
+                        "capeDJICA iteration " {done} " of " {total}
+                        {q_now.map(|q| format!(" · q_NGI {}", format_value(q)))}
+                        {live.points.last().map(|p| format!(" · ρ {}", format_value(p.rate)))}
+                    </p>
+                    <div class="bar"><div class="bar-fill" style=format!("width: {percent:.1}%")></div></div>
+                </div>
+            })}
             <div class="callout" data-testid="ica-cost">
                 {cost_lines(&live).into_iter().map(|l| view! { <p>{l}</p> }).collect_view()}
             </div>

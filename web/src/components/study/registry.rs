@@ -90,6 +90,9 @@ pub static STUDIES: [StudyEntry; 6] = [
         stage: |study| {
             study.view.ica.with(|i| match i {
                 None => Stage::Idle,
+                Some(i) if i.finished && i.djica.is_none() => {
+                    Stage::Done(format!("Joint ICA study {} did not run.", i.number))
+                }
                 Some(i) if i.finished => {
                     Stage::Done(format!("Joint ICA study {} has finished.", i.number))
                 }

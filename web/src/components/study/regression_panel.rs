@@ -16,7 +16,9 @@ use crate::study_driver::dashboard::{DashboardStudy, FinishedRound};
 use crate::study_driver::form::RegressionFields;
 use crate::study_view::compare::{RegressionRow, regression_rows};
 use crate::study_view::export;
-use crate::study_view::regression::{guarantee_bounds, loss_chart, summary, weights_chart};
+use crate::study_view::regression::{
+    guarantee_bounds, loss_chart, summary, swamped_note, weights_chart,
+};
 
 #[component]
 pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
@@ -207,6 +209,7 @@ pub fn RegressionRoundView(round: FinishedRound, rounds: Vec<FinishedRound>) -> 
                     <p class="estimate-value">{values(&s.population)}</p>
                 </div>
             </div>
+            {swamped_note(&s).map(|n| view! { <p class="callout callout-warn" data-testid="regression-swamped">{n}</p> })}
             {guarantee}
             <Chart markup=Signal::stored(weights_svg) id=weights_id file_stem=format!("{stem}-weights") testid="weights-chart" />
             <Chart markup=Signal::stored(loss_svg) id=loss_id file_stem=format!("{stem}-loss") testid="loss-chart" />

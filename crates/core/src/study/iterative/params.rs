@@ -77,6 +77,10 @@ pub enum IterativeConfigError {
          {computed}"
     )]
     StepMismatch { announced: usize, computed: usize },
+    #[error("stage {stage} of the study: {error}")]
+    FollowingStage { stage: usize, error: Box<IterativeConfigError> },
+    #[error("stage {stage} of the study announces stages of its own: only the first stage may")]
+    NestedStages { stage: usize },
 }
 
 /// What the aggregator announces in `iter/start` (beside the step's own task) and every site
@@ -99,6 +103,13 @@ pub struct IterativeParams {
     pub noise_multiplier: f64,
     /// The δ at which ε is reported (the ledger uses its own budget's δ).
     pub delta: f64,
+    /// The stages that follow this one in the same study (Joint ICA: capeDJICA's J_max
+    /// iterations after capePCA's release), announced with the first so that each site admits or
+    /// declines the whole study before its first release: a decline then costs nothing
+    /// (issue 17 item 9). Each later stage is announced again, and checked again, when it starts.
+    /// (Always serialised: the wire codec, postcard, is not self-describing.)
+    #[serde(default)]
+    pub followed_by: Vec<IterativeParams>,
 }
 
 impl IterativeParams {
@@ -128,7 +139,18 @@ impl IterativeParams {
             sensitivity,
             noise_multiplier,
             delta,
+            followed_by: Vec::new(),
         };
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// The same study announcing the stages that follow it (see [`Self::followed_by`]).
+    pub fn with_followed_by(
+        self,
+        stages: Vec<IterativeParams>,
+    ) -> Result<Self, IterativeConfigError> {
+        let params = Self { followed_by: stages, ..self };
         params.validate()?;
         Ok(params)
     }
@@ -190,6 +212,16 @@ impl IterativeParams {
         // so that the three modes of one comparison run with the same sites and threshold.
         let format = self.format()?;
         self.secagg_params(self.sites.clone(), format)?;
+        for (i, stage) in self.followed_by.iter().enumerate() {
+            let number = i + 2;
+            if !stage.followed_by.is_empty() {
+                return Err(IterativeConfigError::NestedStages { stage: number });
+            }
+            stage.validate().map_err(|e| IterativeConfigError::FollowingStage {
+                stage: number,
+                error: Box::new(e),
+            })?;
+        }
         Ok(())
     }
 
@@ -230,6 +262,31 @@ impl IterativeParams {
         (self.threshold.max(2)..=self.sites.len().max(2))
             .map(|n| self.collusion_factor(n))
             .fold(1.0, f64::max)
+    }
+
+    /// What a site's ledger previews when the study is announced: all J_max releases of this
+    /// stage under `c_s`, then those of every announced later stage under its own worst-case
+    /// collusion factor (non-private stages record nothing).
+    pub fn planned_events(&self, c_s: f64) -> Result<Vec<Event>, AccountantError> {
+        let this = self.mode.is_private().then_some((self, 1, c_s));
+        let later = self
+            .followed_by
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.mode.is_private())
+            .map(|(i, s)| (s, i + 2, s.worst_case_collusion_factor()));
+        this.into_iter()
+            .chain(later)
+            .map(|(stage, number, c)| {
+                let j = stage.max_iterations;
+                let label = if number == 1 {
+                    format!("iter/1..{j}")
+                } else {
+                    format!("stage {number}: iter/1..{j} (announced)")
+                };
+                stage.event(label, u64::from(j), c)
+            })
+            .collect()
     }
 
     /// `count` releases of this study under collusion factor `c_s`, as the ledger records them.

@@ -327,18 +327,19 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         Ok(vec![self.to_aggregator(IterBody::Accept)])
     }
 
-    /// Whether the ledger can afford all J_max releases under collusion factor `c_s`.
+    /// Whether the ledger can afford all J_max releases under collusion factor `c_s`, and those
+    /// of every later stage the study announced ([`IterativeParams::planned_events`]).
     fn preview(&mut self, now_ms: u64, c_s: f64) -> Result<(), LedgerError> {
         let params = self.params.as_ref().expect("set before the preview");
-        if !params.mode.is_private() {
+        let events = params.planned_events(c_s)?;
+        if events.is_empty() {
             return Ok(());
         }
         let study = ledger_study_name(self.study.expect("started"));
-        let label = format!("iter/1..{}", params.max_iterations);
-        let event = params.event(label, u64::from(params.max_iterations), c_s)?;
         let time_ms = self.ledger.with_ledger(|l| gate::release_time(l, now_ms));
-        let release = Release::new(study, event, time_ms);
-        self.ledger.with_ledger(|l| gate::preview(l, &[release])).map(|_| ())
+        let releases: Vec<Release> =
+            events.into_iter().map(|e| Release::new(study.clone(), e, time_ms)).collect();
+        self.ledger.with_ledger(|l| gate::preview(l, &releases)).map(|_| ())
     }
 
     // -- the upfront SecureAgg run ---------------------------------------------------------------
