@@ -60,8 +60,10 @@ pub fn messages_chart(round: &FinishedRound, j: usize) -> Option<ForestSpec> {
         x_label: "value (the mean of the sites' data plus noise)".into(),
         rows,
         note: Some(format!(
-            "Each message â_s carries noise of sd τ = {}: on its own it says little about a site. \
-             Averaging the {} messages cancels the zero-sum noise e_s exactly, leaving sd τ/|U| = {}.",
+            "Each message â_s is the site's mean plus noise of sd τ = {}: enough to hide any one \
+             record (what DP promises), not the site's mean itself, which its message shows to \
+             within about τ. Averaging the {} messages cancels the zero-sum noise e_s exactly, \
+             leaving sd τ/|U| = {}.",
             format_value(tau),
             est.messages.len(),
             format_value(theory.var_cape.sqrt()),

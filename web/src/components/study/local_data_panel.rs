@@ -100,7 +100,23 @@ pub fn LocalDataPanel(
             .study
             .with(|s| s.as_ref().and_then(|s| Some((s.local_mean.clone()?, s.params.clone()?))));
         let source = data.get();
+        // A regression's f(x_s) is the functional mechanism's coefficient arrays, not a mean.
+        let regression = study_mean.as_ref().is_some_and(|(_, p)| {
+            matches!(p.query, capelab_core::study::mean::Query::Regression(_))
+        });
+        let title = if regression {
+            "Local FM coefficients Λ₀, Λ₁, Λ₂ (private: never sent)"
+        } else {
+            "Local mean (private: never sent)"
+        };
         let (label, mean) = match (&study_mean, &source) {
+            (Some((mean, params)), _) if regression => (
+                format!(
+                    "the {} records × {} features of the current regression",
+                    params.values_per_site, params.dimension
+                ),
+                mean.clone(),
+            ),
             (Some((mean, params)), _) => (
                 format!(
                     "the {} × {} values of the current study",
@@ -131,7 +147,7 @@ pub fn LocalDataPanel(
         view! {
             <p class="muted" data-testid="data-origin">"Values " {origin} "."</p>
             <div class="local-mean">
-                <p class="label">"Local mean (private: never sent)"</p>
+                <p class="label">{title}</p>
                 <p class="local-mean-value" data-testid="local-mean" data-values=json data-in-study=in_study.to_string()>{shown}</p>
                 <p class="muted small">"of " {label}</p>
             </div>
