@@ -270,7 +270,12 @@ fn too_few_acceptances_abort_before_secure_agg() {
         .with_dropout(1, StudyDropPoint::OnStart, DropMode::Silent);
     let (_, report) = run(4, config);
     let outcome = report.outcome.as_ref().unwrap();
-    assert_eq!(outcome.abort_reason(), Some(&AbortReason::TooFewAccepted { accepted: 2, need: 3 }));
+    let too_few = AbortReason::TooFewAccepted { accepted: 2, declined: 0, silent: 2, need: 3 };
+    assert_eq!(outcome.abort_reason(), Some(&too_few));
+    assert_eq!(
+        too_few.to_string(),
+        "only 2 site(s) accepted (0 declined, 2 had not answered or had left), the study needs t = 3"
+    );
     assert!(outcome.attempts.is_empty());
     for site in &report.sites {
         assert!(site.sent.iter().all(|k| !k.starts_with("secagg/")), "{:?}", site.sent);

@@ -393,7 +393,11 @@ impl MeanAggregator {
             }
         }
         if live_accepted.len() < t {
-            let reason = AbortReason::TooFewAccepted { accepted: live_accepted.len(), need: t };
+            let declined = self.declined.iter().filter(|d| d.attempt == 0).count();
+            let invited = self.params.sites.len();
+            let accepted = live_accepted.len();
+            let silent = invited.saturating_sub(accepted + declined);
+            let reason = AbortReason::TooFewAccepted { accepted, declined, silent, need: t };
             return self.finish_aborted(now_ms, reason);
         }
         self.start_attempt(now_ms, 1, live_accepted)

@@ -66,8 +66,20 @@ pub struct Estimates {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AbortReason {
-    #[error("only {accepted} sites accepted, the study needs t = {need}")]
-    TooFewAccepted { accepted: usize, need: usize },
+    /// `declined`: sites that said no (budget, data, settings); `silent`: sites that had not
+    /// answered, or had left, when t became out of reach (absent from older exports: 0).
+    #[error(
+        "only {accepted} site(s) accepted ({declined} declined, {silent} had not answered or \
+         had left), the study needs t = {need}"
+    )]
+    TooFewAccepted {
+        accepted: usize,
+        #[serde(default)]
+        declined: usize,
+        #[serde(default)]
+        silent: usize,
+        need: usize,
+    },
     #[error(
         "SecureAgg aborted in attempt {attempt} ({phase}): {message}; nothing that could unmask a \
          site was sent"
