@@ -26,8 +26,9 @@ Modules, one concept each:
 - [`data`]: numeric CSV tables, normalisation into FM's domain, splits, synthetic generators.
 - [`fm`]: the functional mechanism (Gaussian, Laplace, relaxed), capeFM and their baselines.
 - [`nn`]: CAPE gradient descent for a two-layer network, accounted over all iterations.
-- [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, moments, basic
-  and strong composition, collusion-aware view) and the per-site budget ledger.
+- [`accountant`]: privacy accounting (analytic Gaussian, RDP, subsampled Gaussian, PLD, moments,
+  basic and strong composition, collusion-aware view) and the per-site budget ledger; the crate
+  `capelab-accountant`, re-exported here with [`special`] and [`gaussian`].
 - [`fmri`]: synthetic fMRI with ground truth, normalisation, CSV/NPY matrix loading.
 - [`pca`]: capePCA (Algorithm 3) and the projection/whitening for ICA.
 - [`djica`]: capeDJICA (Algorithm 4) and its baselines, site and aggregator sides.
@@ -36,7 +37,6 @@ Modules, one concept each:
   decentralised optimisation on the masked costs.
 */
 
-pub mod accountant;
 pub mod cape;
 pub mod codec;
 pub mod data;
@@ -46,14 +46,16 @@ pub mod efpsn;
 pub mod fixed;
 pub mod fm;
 pub mod fmri;
-pub mod gaussian;
 pub mod ica_quality;
 pub mod link;
 pub mod nn;
 pub mod pca;
 pub mod rng;
 pub mod secagg;
-pub mod special;
 pub mod study;
 pub mod transport;
 pub mod wire;
+
+// The accounting floor is its own crate; its paths stay where they were.
+pub use capelab_accountant as accountant;
+pub use capelab_accountant::{gaussian, special};

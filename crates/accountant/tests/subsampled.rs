@@ -2,10 +2,8 @@
 //! numerical integral, E_{x∼N(0,σ²)}[(1 − q + q·e^{(2x−1)/(2σ²)})^α], by the trapezoid rule in
 //! log space (the integrand is smooth and decays like a Gaussian, so the rule converges fast).
 
-use capelab_core::accountant::subsampled::{
-    ln_a_fractional, ln_a_integer, subsampled_gaussian_rdp,
-};
-use capelab_core::special::log_add_exp;
+use capelab_accountant::special::log_add_exp;
+use capelab_accountant::subsampled::{ln_a_fractional, ln_a_integer, subsampled_gaussian_rdp};
 
 fn ln_a_by_quadrature(q: f64, sigma: f64, alpha: f64) -> f64 {
     let s2 = sigma * sigma;

@@ -1,11 +1,11 @@
 //! The analytic Gaussian mechanism (Balle & Wang 2018) against its definition and the classical
 //! calibration.
 
-use capelab_core::accountant::analytic_gaussian::{
+use capelab_accountant::analytic_gaussian::{
     analytic_multiplier, analytic_sigma, composed_epsilon, delta_for_epsilon, epsilon_for_delta,
 };
-use capelab_core::gaussian::classical_multiplier;
-use capelab_core::special::normal_pdf;
+use capelab_accountant::gaussian::classical_multiplier;
+use capelab_accountant::special::normal_pdf;
 
 #[test]
 fn calibrate_then_evaluate_gives_back_delta() {

@@ -1,8 +1,8 @@
 //! The site ledger: refusal before spending, persistence, and rejection of bad imports.
 
-use capelab_core::accountant::conversion::Conversion;
-use capelab_core::accountant::ledger::{Bound, LEDGER_FORMAT_VERSION, LedgerError};
-use capelab_core::accountant::{
+use capelab_accountant::conversion::Conversion;
+use capelab_accountant::ledger::{Bound, LEDGER_FORMAT_VERSION, LedgerError};
+use capelab_accountant::{
     ApproximateEvent, Budget, Event, Ledger, Mechanism, PldAccountant, PrivacyAccountant,
     RdpAccountant, Release,
 };
@@ -229,8 +229,7 @@ fn gaussian_releases_are_charged_exactly() {
     for t in 0..5 {
         ledger.try_spend(release("mean", "round", 4.0, 1, t)).unwrap();
     }
-    let exact =
-        capelab_core::accountant::analytic_gaussian::composed_epsilon(4.0, 5, 1e-5).unwrap();
+    let exact = capelab_accountant::analytic_gaussian::composed_epsilon(4.0, 5, 1e-5).unwrap();
     let spend = ledger.spend();
     assert!((spend.epsilon - exact).abs() < 1e-12 && spend.bound == Bound::Pld);
     assert!(spend.rdp > exact);
@@ -317,8 +316,7 @@ fn approximate_releases_compose_basically_with_the_gaussian_part() {
     assert_eq!((spend.basic_epsilon, spend.basic_delta), (1.0, 2e-6));
     assert_eq!(ledger.spent(), e[2].epsilon_after);
     // The same Gaussian part from the closed form (one Gaussian release: PLD is exact).
-    let exact =
-        capelab_core::accountant::analytic_gaussian::composed_epsilon(5.0, 1, 8e-6).unwrap();
+    let exact = capelab_accountant::analytic_gaussian::composed_epsilon(5.0, 1, 8e-6).unwrap();
     assert!(close(spend.epsilon, 1.0 + exact), "{} vs {}", spend.epsilon, 1.0 + exact);
     assert!((ledger.remaining() - (10.0 - spend.epsilon)).abs() < 1e-15);
 

@@ -1,10 +1,10 @@
 //! The accounting test vectors of the specs, recomputed through the public API.
 
-use capelab_core::accountant::comparison::ComparisonRequest;
-use capelab_core::accountant::conversion::{Conversion, closed_form_epsilon};
-use capelab_core::accountant::moments::{MomentsAccountant, MomentsQuadratic};
-use capelab_core::accountant::{Event, Mechanism, PrivacyAccountant, RdpAccountant};
-use capelab_core::gaussian::{c_delta, classical_multiplier};
+use capelab_accountant::comparison::ComparisonRequest;
+use capelab_accountant::conversion::{Conversion, closed_form_epsilon};
+use capelab_accountant::gaussian::{c_delta, classical_multiplier};
+use capelab_accountant::moments::{MomentsAccountant, MomentsQuadratic};
+use capelab_accountant::{Event, Mechanism, PrivacyAccountant, RdpAccountant};
 
 /// ε of J iterations with two Gaussian releases each (spec cape-secagg §5 table), standard
 /// conversion at the exact optimal order.

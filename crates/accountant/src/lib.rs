@@ -8,7 +8,12 @@ Gaussian, the two conversions).
 
 Every formula is written in terms of the noise multiplier z = σ/Δ (spec Conventions).
 
+capelab's accounting floor, its own crate (`capelab-accountant`, re-exported by `capelab-core` as
+`capelab_core::accountant` with `special` and `gaussian`): it depends on nothing else of capelab.
+
 The pieces, one concept per file:
+- [`special`]: normal tails and log-space helpers, accurate where δ lives.
+- [`gaussian`]: classical Gaussian-mechanism calibration, with its ε < 1 validity enforced.
 - [`event`]: a release as data ([`Event`], [`Mechanism`]): replayable, storable as JSON.
 - [`analytic_gaussian`]: the exact δ(ε) of one Gaussian release and calibration for any ε
   (Balle & Wang 2018).
@@ -38,12 +43,14 @@ pub mod comparison;
 pub mod composition;
 pub mod conversion;
 pub mod event;
+pub mod gaussian;
 pub mod ledger;
 mod log_tails;
 pub mod moments;
 pub mod pld;
 pub mod rdp;
 mod solve;
+pub mod special;
 pub mod subsampled;
 pub mod without_replacement;
 

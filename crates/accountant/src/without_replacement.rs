@@ -137,7 +137,7 @@ fn ln_sub_signed(x: f64, y: f64) -> (bool, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::accountant::subsampled::subsampled_gaussian_rdp;
+    use crate::subsampled::subsampled_gaussian_rdp;
 
     fn rel(a: f64, b: f64) -> f64 {
         (a - b).abs() / b.abs()
