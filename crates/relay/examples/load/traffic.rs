@@ -307,10 +307,19 @@ pub struct RoomPlan {
     pub bulk_rate: f64,
 }
 
+/// What a sending half did, and its sink to close.
+struct Tally {
+    sent: u64,
+    sent_in: [u64; PHASES],
+    bulk_sent: u64,
+    sink: SplitSink<Ws, Message>,
+}
+
 /// What one tracked member ended with.
 struct MemberOutcome {
     id: ParticipantId,
     sent: u64,
+    sent_in: [u64; PHASES],
     bulk_sent: u64,
     streams: BTreeMap<ParticipantId, Stream>,
     latencies: Latencies,
@@ -385,7 +394,7 @@ async fn send_small(
     targets: Vec<ParticipantId>,
     mut sink: SplitSink<Ws, Message>,
     offset: Duration,
-) -> (u64, u64, SplitSink<Ws, Message>) {
+) -> Tally {
     let period = Duration::from_secs_f64(1.0 / plan.rate);
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + offset, period);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -397,7 +406,7 @@ async fn send_small(
         t
     });
     let mut stop = run.stop.subscribe();
-    let (mut k, mut bulk_sent) = (0u64, 0u64);
+    let (mut k, mut bulk_sent, mut sent_in) = (0u64, 0u64, [0u64; PHASES]);
     loop {
         tokio::select! {
             biased;
@@ -415,6 +424,7 @@ async fn send_small(
                     break;
                 }
                 k += 1;
+                sent_in[usize::from(phase).min(PHASES - 1)] += 1;
             }
             _ = async { bulk.as_mut().unwrap().tick().await }, if bulk.is_some() => {
                 let to = plan.stuck.unwrap();
@@ -442,7 +452,7 @@ async fn send_small(
         payload: encode_payload(&k.to_le_bytes()),
     };
     let _ = sink.send(frame_text(&done)).await;
-    (k, bulk_sent, sink)
+    Tally { sent: k, sent_in, bulk_sent, sink }
 }
 
 /// A tracked member's reading half, until every other tracked sender's `load/done` arrived.
@@ -452,11 +462,12 @@ async fn receive(
     me: ParticipantId,
     senders: BTreeMap<ParticipantId, Vec<ParticipantId>>,
     mut stream: SplitStream<Ws>,
-    sender: JoinHandle<(u64, u64, SplitSink<Ws, Message>)>,
+    sender: JoinHandle<Tally>,
 ) -> MemberOutcome {
     let mut out = MemberOutcome {
         id: me,
         sent: 0,
+        sent_in: [0; PHASES],
         bulk_sent: 0,
         streams: senders.keys().filter(|&&s| s != me).map(|&s| (s, Stream::default())).collect(),
         latencies: Latencies::default(),
@@ -556,8 +567,9 @@ async fn receive(
             Ok(RelayFrame::Welcome { .. }) | Err(_) => out.misrouted += 1,
         }
     }
-    if let Ok((sent, bulk_sent, mut sink)) = sender.await {
+    if let Ok(Tally { sent, sent_in, bulk_sent, mut sink }) = sender.await {
         out.sent = sent;
+        out.sent_in = sent_in;
         out.bulk_sent = bulk_sent;
         let _ = sink.close().await;
     }
@@ -668,6 +680,7 @@ struct Collected {
     correctness: Correctness,
     latencies: [Vec<u32>; PHASES],
     delivered_in: [u64; PHASES],
+    sent_in: [u64; PHASES],
     presence: u64,
     refused_to_gone: u64,
     bulk_sent: u64,
@@ -677,6 +690,7 @@ fn collect(rooms: Vec<Vec<MemberOutcome>>) -> Collected {
     let mut c = Correctness::default();
     let mut latencies: [Vec<u32>; PHASES] = Default::default();
     let mut delivered_in = [0; PHASES];
+    let mut sent_in = [0; PHASES];
     let (mut presence, mut refused_to_gone, mut bulk_sent) = (0, 0, 0);
     for (room_index, outcomes) in rooms.into_iter().enumerate() {
         let tracked: Vec<ParticipantId> = outcomes.iter().map(|o| o.id).collect();
@@ -701,6 +715,7 @@ fn collect(rooms: Vec<Vec<MemberOutcome>>) -> Collected {
             for (phase, lat) in o.latencies.0.into_iter().enumerate() {
                 latencies[phase].extend(lat);
                 delivered_in[phase] += o.delivered_in[phase];
+                sent_in[phase] += o.sent_in[phase];
             }
             for (sender, stream) in &o.streams {
                 c.delivered += stream.distinct + stream.duplicated;
@@ -731,7 +746,15 @@ fn collect(rooms: Vec<Vec<MemberOutcome>>) -> Collected {
             }
         }
     }
-    Collected { correctness: c, latencies, delivered_in, presence, refused_to_gone, bulk_sent }
+    Collected {
+        correctness: c,
+        latencies,
+        delivered_in,
+        sent_in,
+        presence,
+        refused_to_gone,
+        bulk_sent,
+    }
 }
 
 /// The throughput scenario's settings.
@@ -801,7 +824,6 @@ pub async fn exchange(url: &str, options: &ExchangeOptions) -> Res<ExchangeRepor
     let collected = collect(rooms);
     let secs = measured.as_secs_f64();
     let [_, measure, _, _] = collected.latencies;
-    let sent_in_window = (options.rate * secs * (options.rooms * options.members) as f64).round();
     Ok(ExchangeReport {
         rooms: options.rooms,
         members_per_room: options.members,
@@ -811,7 +833,7 @@ pub async fn exchange(url: &str, options: &ExchangeOptions) -> Res<ExchangeRepor
         pattern: "even k to all, odd k to one member (round robin)",
         warmup_secs: options.warmup.as_secs_f64(),
         measured_secs: secs,
-        sent_per_second: sent_in_window / secs,
+        sent_per_second: collected.sent_in[usize::from(PHASE_MEASURE)] as f64 / secs,
         delivered_per_second: collected.delivered_in[usize::from(PHASE_MEASURE)] as f64 / secs,
         latency: Percentiles::of(measure),
         correctness: collected.correctness,
@@ -1040,6 +1062,8 @@ async fn soak_client(
                         out.echoes_back += 1;
                         out.rtts.push(run.micros().saturating_sub(sent).min(u64::from(u32::MAX)) as u32);
                     }
+                    // After the stop, the others closing is no drop.
+                    Ok(RelayFrame::Presence { .. }) if *stop.borrow() => {}
                     Ok(RelayFrame::Presence { event, peer, .. }) => {
                         if peer.id == churner {
                             out.presence += 1;
