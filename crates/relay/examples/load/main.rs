@@ -245,8 +245,13 @@ async fn main() {
                             failed.push("stuck: the others lost messages, or it was never dropped");
                         }
                         let mut value = serde_json::to_value(&report).unwrap();
-                        let rss =
+                        let mut rss =
                             rss_summary(&samples, report.stuck_from, report.stuck_until + 2.0);
+                        // A rise is the point here (up to the cap, then given back): not a trend.
+                        if let Some(map) = rss.as_object_mut() {
+                            map.remove("flat");
+                            map.remove("flat_means");
+                        }
                         let max_kib = samples
                             .lock()
                             .unwrap()
