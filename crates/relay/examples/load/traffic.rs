@@ -181,7 +181,7 @@ fn read_small(payload: &str) -> Option<(u64, u64, u8)> {
 /// Where a sender's message `k` goes: even `k` to everyone else, odd `k` to one of `targets`
 /// (the tracked members other than the sender), round robin.
 pub fn target_of(k: u64, targets: &[ParticipantId]) -> To {
-    if k % 2 == 0 || targets.is_empty() {
+    if k.is_multiple_of(2) || targets.is_empty() {
         To::All
     } else {
         To::One(targets[((k / 2) % targets.len() as u64) as usize])
