@@ -181,6 +181,9 @@ pub async fn serve_with_shutdown(
                 }
             },
         };
+        // Frames are small and each is written whole: send them now, not after the peer's
+        // delayed ACK (Nagle's algorithm held small envelopes for up to 40 ms).
+        let _ = stream.set_nodelay(true);
         match shared.try_open() {
             Some(open) => {
                 tokio::spawn(serve_http(stream, peer, app.clone(), shared.clone(), open));
