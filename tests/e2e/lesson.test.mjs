@@ -9,7 +9,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { assertNoErrors, openRoomWithSites, shot, startRelayAndBrowser, STEP_TIMEOUT_MS, stopRelayAndBrowser } from './helpers.mjs';
+import { assertNoErrors, roomSuite, shot, STEP_TIMEOUT_MS } from './helpers.mjs';
 
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
 /** The longest default study (Joint ICA: capePCA, then 150 capeDJICA iterations) takes ~15 s. */
@@ -52,19 +52,10 @@ async function spent(site) {
 }
 
 describe('the lesson: the four default studies in order on fresh sites', { concurrency: false }, () => {
-  let relay;
-  let browser;
-  let tabs;
-  let dashboard;
-  let sites;
-
-  before(async () => {
-    ({ relay, browser } = await startRelayAndBrowser());
-    ({ dashboard, tabs, sites } = await openRoomWithSites(browser, await relay.url, SITE_NAMES));
-  });
-  after(() => stopRelayAndBrowser({ relay, browser }));
+  const room = roomSuite(before, after, SITE_NAMES);
 
   it('1. the private mean, step by step', async () => {
+    const { dashboard, sites } = room;
     const { page } = dashboard;
     await start(page, 'mean');
     const result = '[data-testid="round-result"][data-round="1"]';
@@ -75,6 +66,7 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
   });
 
   it('2. the regression (capeFM) with its conventional comparison', async () => {
+    const { dashboard, sites } = room;
     const { page } = dashboard;
     await start(page, 'regression');
     const result = '[data-testid="round-result"][data-round="2"]';
@@ -94,6 +86,7 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
   });
 
   it('3. the neural network (CAPE gradient descent)', async () => {
+    const { dashboard, sites } = room;
     const { page } = dashboard;
     await start(page, 'nn');
     const result = '[data-testid="nn-result"][data-round="1"]';
@@ -106,6 +99,7 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
   });
 
   it('4. Joint ICA (capePCA, then capeDJICA): admitted by every site, the maps recovered', async () => {
+    const { dashboard, sites, tabs } = room;
     const { page } = dashboard;
     await start(page, 'ica');
     const done = '[data-testid="ica-live"][data-finished="true"]';
@@ -130,6 +124,7 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
   });
 
   it('5. a second Joint ICA: every site declines the whole study before capePCA, spending nothing', async () => {
+    const { dashboard, sites, tabs } = room;
     const { page } = dashboard;
     const before = await Promise.all(sites.map(spent));
     await start(page, 'ica');

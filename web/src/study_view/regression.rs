@@ -195,11 +195,18 @@ pub(crate) mod tests {
 
     use crate::local_data::regression_records;
 
-    /// A linear capeFM round of 4 seeded sites (D = 3, N_s = 200) run by the core's simulator.
-    pub(crate) fn round(number: usize, epsilon: f64) -> FinishedRound {
+    /// A linear capeFM round with the conventional release, of 4 sites holding `records` seeded
+    /// records each (site i's seed `first_seed + i`), run by the core's simulator.
+    fn simulate(
+        number: usize,
+        epsilon: f64,
+        records: usize,
+        features: usize,
+        first_seed: u64,
+    ) -> FinishedRound {
         let query = Query::Regression(RegressionQuery::new(Model::Linear));
-        let config = StudySimConfig::new(number as u64, epsilon, 1e-5, 200)
-            .with_dimension(3)
+        let config = StudySimConfig::new(number as u64, epsilon, 1e-5, records)
+            .with_dimension(features)
             .with_conventional(true)
             .with_query(query);
         let sites = (0..4)
@@ -209,11 +216,16 @@ pub(crate) mod tests {
                     capelab_core::accountant::Budget::new(100.0, 1e-5).unwrap(),
                 )
                 .unwrap();
-                (regression_records(100 + i, 200, 3, Model::Linear), ledger)
+                (regression_records(first_seed + i, records, features, Model::Linear), ledger)
             })
             .collect();
         let outcome = StudySim::new(config, sites).unwrap().run().outcome.unwrap();
         FinishedRound { number, outcome, names: BTreeMap::new(), step_mode: false }
+    }
+
+    /// A linear capeFM round of 4 seeded sites (D = 3, N_s = 200).
+    pub(crate) fn round(number: usize, epsilon: f64) -> FinishedRound {
+        simulate(number, epsilon, 200, 3, 100)
     }
 
     #[test]
@@ -240,31 +252,13 @@ pub(crate) mod tests {
         assert!(loss_chart(&rounds, Model::Logistic).series[0].points.is_empty());
     }
 
-    /// The default regression (4 sites of seeded records) against the population's w*, and the
-    /// classroom's old default of 500 records per site.
+    /// The default regression (4 sites of seeded records, the form's ε and D) at `records` per
+    /// site, against the population's w*.
     fn default_fit(records: usize, seed: u64) -> RegressionSummary {
-        let fields = crate::study_driver::form::RegressionFields::default();
-        let form = fields.read(vec![1, 2, 3, 4]).unwrap();
-        let p = &form.params;
-        let query = p.query;
-        let config = StudySimConfig::new(seed, p.epsilon, p.delta, records)
-            .with_dimension(p.dimension)
-            .with_conventional(p.also_conventional)
-            .with_query(query);
-        let Query::Regression(q) = query else { panic!("a regression") };
-        let sites = (0..4)
-            .map(|i| {
-                let ledger = capelab_core::accountant::Ledger::new(
-                    format!("s{i}"),
-                    capelab_core::accountant::Budget::new(100.0, 1e-5).unwrap(),
-                )
-                .unwrap();
-                (regression_records(seed * 10 + i, records, p.dimension, q.model), ledger)
-            })
-            .collect();
-        let outcome = StudySim::new(config, sites).unwrap().run().outcome.unwrap();
-        summary(&FinishedRound { number: 1, outcome, names: BTreeMap::new(), step_mode: false })
-            .unwrap()
+        let form = crate::study_driver::form::RegressionFields::default().read(vec![1, 2, 3, 4]);
+        let p = form.unwrap().params;
+        assert!(p.also_conventional && matches!(p.query, Query::Regression(_)));
+        summary(&simulate(seed as usize, p.epsilon, records, p.dimension, seed * 10)).unwrap()
     }
 
     fn relative_error(s: &RegressionSummary) -> f64 {
