@@ -232,7 +232,8 @@ fn best_threshold(sites: usize, k: usize, d: usize, c: usize) -> Option<HararyCh
     let ln_s = (sites as f64).ln();
     let split = split_ln(sites, k / 2, d + c);
     let l2 = std::f64::consts::LN_2;
-    ((k + 1) / 2 + 1..=k + 1)
+    // k is even: 2t > k + 1 starts at t = k/2 + 1
+    (k / 2 + 1..=k + 1)
         .map(|t| {
             let drop_ln = ln_s + tail_ln(&drop, k + 1 - t);
             let corrupt_ln = ln_s + tail_ln(&corrupt, t);
