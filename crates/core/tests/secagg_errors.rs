@@ -375,8 +375,13 @@ fn configuration_errors_come_before_any_message() {
         Err(ConfigError::ThresholdAboveSites { threshold: 4, sites: 3 })
     );
     // a Begin with bad parameters (crafted) is refused by the site
-    let bad =
-        Params { sites: vec![1, 2, 3, 4], threshold: 2, vector_len: 1, encoding: Encoding::Ring };
+    let bad = Params {
+        sites: vec![1, 2, 3, 4],
+        threshold: 2,
+        vector_len: 1,
+        encoding: Encoding::Ring,
+        graph: Default::default(),
+    };
     let begin =
         codec::encode(&SecAggMessage { session: SessionId([1; 16]), body: Body::Begin(bad) });
     let mut site = Site::new(1, AGG, SiteInput::Ring(vec![0]), derive(4, "s")).unwrap();

@@ -156,6 +156,7 @@ fn a_site_refuses_a_secure_agg_round_that_does_not_match_the_study() {
         threshold: 2,
         vector_len: D,
         encoding: Encoding::Fixed(format),
+        graph: secagg::Graph::Complete,
     };
     let (_, begin) =
         secagg::Aggregator::start(AggregatorConfig::new(wrong).unwrap(), &mut derive(3, "x"), 0);

@@ -11,6 +11,7 @@ use rand_core::Rng;
 use super::config::{AggregatorConfig, Encoding, Params};
 use super::crypto::{SEALED_LEN, decode_public, decode_scalar, public_key};
 use super::error::RoundError;
+use super::graph::Topology;
 use super::messages::{
     Body, DropReason, Dropout, KeyEntry, Phase, PublicKeys, RevealedShare, RingVec, SealedShares,
     SecAggMessage, SessionId, SumBroadcast, kind,
@@ -61,6 +62,8 @@ pub struct Membership {
 /// error of the call: the call returns the `Abort` broadcast and `outcome()` says why.
 pub struct Aggregator {
     config: AggregatorConfig,
+    /// The instance's graph: on SecAgg+ every check and every unmasking is per neighbourhood.
+    topology: Topology,
     session: SessionId,
     state: State,
     departed: BTreeSet<ParticipantId>,
@@ -129,6 +132,7 @@ impl Aggregator {
         let deadline = now_ms.saturating_add(config.round_timeout_ms);
         let begin = broadcast(session, Body::Begin(config.params.clone()));
         let agg = Self {
+            topology: Topology::new(&config.params),
             config,
             session,
             state: State::AdvertiseKeys {
@@ -234,7 +238,7 @@ impl Aggregator {
             (State::ShareKeys { round, u1, sealed }, Body::EncryptedShares(list)) => {
                 expect_member(u1.keys(), from, got, phase)?;
                 no_duplicate(sealed.contains_key(&from), from, got)?;
-                check_sealed(&list, u1, from)?;
+                check_sealed(&list, u1, &self.topology, from)?;
                 sealed.insert(from, list);
                 round.waiting.remove(&from);
             }
@@ -261,9 +265,12 @@ impl Aggregator {
             ) => {
                 expect_member(u3.iter(), from, got, phase)?;
                 no_duplicate(responses.contains_key(&from), from, got)?;
-                let dropped: BTreeSet<ParticipantId> = u2.difference(u3).copied().collect();
+                let near = |v: &&ParticipantId| self.topology.adjacent(from, **v);
+                let survivors: BTreeSet<ParticipantId> = u3.iter().filter(near).copied().collect();
+                let dropped: BTreeSet<ParticipantId> =
+                    u2.difference(u3).filter(near).copied().collect();
                 let response = Response {
-                    self_mask: decode_revealed(&self_mask, u3, from, "self-mask")?,
+                    self_mask: decode_revealed(&self_mask, &survivors, from, "self-mask")?,
                     secret_key: decode_revealed(&secret_key, &dropped, from, "secret-key")?,
                 };
                 responses.insert(from, response);
@@ -273,7 +280,7 @@ impl Aggregator {
                 return Err(RoundError::WrongPhase { phase, expected, got: body.kind(), from });
             }
         }
-        Ok(self.advance(now_ms, false))
+        Ok(self.advance(now_ms, false, false))
     }
 
     /// Participant `who` left the room: the current round stops waiting for it, and the instance
@@ -287,14 +294,14 @@ impl Aggregator {
         if let Some(round) = self.round_mut() {
             round.waiting.remove(&who);
         }
-        Ok(self.advance(now_ms, false))
+        Ok(self.advance(now_ms, false, true))
     }
 
     /// The clock reached `now_ms`: if the round's deadline has passed, close it with whoever
     /// answered.
     pub fn handle_timeout(&mut self, now_ms: u64) -> Result<Vec<Outgoing>, RoundError> {
         match self.poll_timeout() {
-            Some(deadline) if now_ms >= deadline => Ok(self.advance(now_ms, true)),
+            Some(deadline) if now_ms >= deadline => Ok(self.advance(now_ms, true, true)),
             _ => Ok(Vec::new()),
         }
     }
@@ -302,8 +309,10 @@ impl Aggregator {
     // -- closing rounds ------------------------------------------------------------------------
 
     /// Closes the current round if everyone it waits for has answered, or `deadline_passed`;
-    /// aborts early when fewer than t sites can still answer.
-    fn advance(&mut self, now_ms: u64, deadline_passed: bool) -> Vec<Outgoing> {
+    /// aborts early when fewer than t sites can still answer (on SecAgg+: when some
+    /// neighbourhood that matters holds fewer than t sites that can still answer, checked when
+    /// someone has `left` or the round closes).
+    fn advance(&mut self, now_ms: u64, deadline_passed: bool, left: bool) -> Vec<Outgoing> {
         let t = self.config.params.threshold;
         let (answered, waiting, phase) = match &self.state {
             State::AdvertiseKeys { round, keys } => {
@@ -328,6 +337,10 @@ impl Aggregator {
                 phase,
             });
         }
+        if left && let Some(e) = self.neighbourhood_shortfall(true) {
+            self.record_dropouts(phase, false);
+            return self.abort(e);
+        }
         if waiting > 0 && !deadline_passed {
             return Vec::new();
         }
@@ -335,6 +348,9 @@ impl Aggregator {
         if answered < t {
             // The deadline passed with sites still connected but silent.
             return self.abort(RoundError::TooFewSites { have: answered, need: t, phase });
+        }
+        if let Some(e) = self.neighbourhood_shortfall(false) {
+            return self.abort(e);
         }
         let deadline = now_ms.saturating_add(self.config.round_timeout_ms);
         let state = std::mem::replace(&mut self.state, State::Aborted(placeholder()));
@@ -367,12 +383,27 @@ impl Aggregator {
             .collect();
         self.membership.u1 = u1.keys().copied().collect();
         let waiting = self.alive(u1.keys());
-        if let Some(abort) = self.abort_unless_enough(&waiting, Phase::ShareKeys) {
+        if let Some(abort) = self.abort_unless_enough(&waiting, &waiting, Phase::ShareKeys) {
             return abort;
         }
         self.state =
             State::ShareKeys { round: Collect { deadline, waiting }, u1, sealed: BTreeMap::new() };
-        vec![broadcast(self.session, Body::KeyDirectory(directory))]
+        if self.topology.is_complete() {
+            return vec![broadcast(self.session, Body::KeyDirectory(directory))];
+        }
+        // SecAgg+: each site gets the keys of its own neighbourhood, and only those.
+        let sites = self.config.params.sites.clone();
+        self.alive(sites.iter())
+            .into_iter()
+            .map(|v| {
+                let entries = directory
+                    .iter()
+                    .filter(|e| self.topology.adjacent(v, e.site))
+                    .copied()
+                    .collect();
+                self.to_one(v, Body::KeyDirectory(entries))
+            })
+            .collect()
     }
 
     /// R1 closes: U2 is whoever sent shares. Forward to each v ∈ U2 the e_{u,v} of the others.
@@ -391,19 +422,12 @@ impl Aggregator {
             }
         }
         let waiting = self.alive(u2.iter());
-        if let Some(abort) = self.abort_unless_enough(&waiting, Phase::MaskedInput) {
+        if let Some(abort) = self.abort_unless_enough(&waiting, &u2, Phase::MaskedInput) {
             return abort;
         }
         let out = waiting
             .iter()
-            .map(|&v| Outgoing {
-                to: To::One(v),
-                kind: kind::FORWARDED_SHARES,
-                payload: codec::encode(&SecAggMessage {
-                    session: self.session,
-                    body: Body::ForwardedShares(inbox.remove(&v).unwrap_or_default()),
-                }),
-            })
+            .map(|&v| self.to_one(v, Body::ForwardedShares(inbox.remove(&v).unwrap_or_default())))
             .collect();
         let sum = vec![0u64; self.config.params.vector_len];
         self.state = State::MaskedInput {
@@ -428,12 +452,29 @@ impl Aggregator {
         self.membership.u3 = u3.iter().copied().collect();
         let waiting = self.alive(u3.iter());
         // If some of U3 already left and fewer than t could answer, nobody is asked anything.
-        if let Some(abort) = self.abort_unless_enough(&waiting, Phase::Unmask) {
+        if let Some(abort) = self.abort_unless_enough(&waiting, &u2, Phase::Unmask) {
             return abort;
         }
-        let request = Body::UnmaskRequest {
-            survivors: u3.iter().copied().collect(),
-            dropped: u2.difference(&u3).copied().collect(),
+        let out = if self.topology.is_complete() {
+            vec![broadcast(
+                self.session,
+                Body::UnmaskRequest {
+                    survivors: u3.iter().copied().collect(),
+                    dropped: u2.difference(&u3).copied().collect(),
+                },
+            )]
+        } else {
+            // SecAgg+: each site is asked about its own neighbourhood only.
+            let sites = self.config.params.sites.clone();
+            self.alive(sites.iter())
+                .into_iter()
+                .map(|w| {
+                    let near = |v: &&ParticipantId| self.topology.adjacent(w, **v);
+                    let survivors = u3.iter().filter(near).copied().collect();
+                    let dropped = u2.difference(&u3).filter(near).copied().collect();
+                    self.to_one(w, Body::UnmaskRequest { survivors, dropped })
+                })
+                .collect()
         };
         self.state = State::Unmask {
             round: Collect { deadline, waiting },
@@ -443,7 +484,7 @@ impl Aggregator {
             sum,
             responses: BTreeMap::new(),
         };
-        vec![broadcast(self.session, request)]
+        out
     }
 
     /// R3 closes: reconstruct b_v (v ∈ U3) and s_v^SK (v ∈ U2\U3) from t responders, and remove
@@ -457,11 +498,19 @@ impl Aggregator {
         responses: &BTreeMap<ParticipantId, Response>,
     ) -> Vec<Outgoing> {
         let t = self.config.params.threshold;
-        // Any t shares determine the secret; take the t lowest ids, so runs reproduce.
-        let holders: Vec<ParticipantId> = responses.keys().copied().take(t).collect();
-        debug_assert_eq!(holders.len(), t, "advance() closes R3 only with at least t answers");
-        let weights = shamir::lagrange_at_zero(&holders).expect("response ids are distinct");
-        let reconstruct = |owner: ParticipantId, self_mask: bool| {
+        // Any t shares determine the secret; take the t lowest ids among the owner's
+        // neighbourhood (everyone on the complete graph), so runs reproduce. Holder sets repeat
+        // (always on the complete graph): their Lagrange weights are computed once.
+        let mut weights: BTreeMap<Vec<ParticipantId>, Vec<Scalar>> = BTreeMap::new();
+        let topology = &self.topology;
+        let mut reconstruct = |owner: ParticipantId, self_mask: bool| {
+            let holders: Vec<ParticipantId> = responses
+                .keys()
+                .copied()
+                .filter(|&h| topology.adjacent(owner, h))
+                .take(t)
+                .collect();
+            debug_assert_eq!(holders.len(), t, "advance() closes R3 only with t answers each");
             let ys: Vec<Scalar> = holders
                 .iter()
                 .map(|h| {
@@ -469,7 +518,10 @@ impl Aggregator {
                     if self_mask { r.self_mask[&owner] } else { r.secret_key[&owner] }
                 })
                 .collect();
-            shamir::combine(&weights, &ys)
+            let w = weights.entry(holders).or_insert_with_key(|h| {
+                shamir::lagrange_at_zero(h).expect("response ids are distinct")
+            });
+            shamir::combine(w, &ys)
         };
         for &v in u3 {
             let b = reconstruct(v, true);
@@ -480,7 +532,7 @@ impl Aggregator {
             if public_key(&secret) != u1[&v].keys.mask {
                 return self.abort(RoundError::ReconstructionMismatch { site: v });
             }
-            for &u in u3 {
+            for &u in u3.iter().filter(|&&u| self.topology.adjacent(u, v)) {
                 let seed = pairwise_seed(&secret, &u1[&u].mask, &self.session, u, v);
                 // y_u carried +PRG if u > v and −PRG if u < v: take it off again.
                 apply_mask(&mut sum, &seed, if u > v { Sign::Minus } else { Sign::Plus });
@@ -547,15 +599,78 @@ impl Aggregator {
     }
 
     /// A new round opens waiting for `waiting`: if they are fewer than t (the others have already
-    /// left), abort now instead of at the first event or the deadline.
+    /// left), or on SecAgg+ some site of `cover` has fewer than t of them in its neighbourhood,
+    /// abort now instead of at the first event or the deadline.
     fn abort_unless_enough(
         &mut self,
         waiting: &BTreeSet<ParticipantId>,
+        cover: &BTreeSet<ParticipantId>,
         phase: Phase,
     ) -> Option<Vec<Outgoing>> {
         let t = self.config.params.threshold;
-        (waiting.len() < t)
-            .then(|| self.abort(RoundError::TooFewSites { have: waiting.len(), need: t, phase }))
+        if waiting.len() < t {
+            return Some(self.abort(RoundError::TooFewSites {
+                have: waiting.len(),
+                need: t,
+                phase,
+            }));
+        }
+        let e = self.shortfall_in(cover, waiting, phase)?;
+        Some(self.abort(e))
+    }
+
+    /// SecAgg+ only: a site whose secrets the round still needs (`cover`: the live sites until
+    /// U2 is fixed, then U2) with fewer than t sites of `live` in its neighbourhood.
+    fn shortfall_in(
+        &self,
+        cover: &BTreeSet<ParticipantId>,
+        live: &BTreeSet<ParticipantId>,
+        phase: Phase,
+    ) -> Option<RoundError> {
+        if self.topology.is_complete() {
+            return None; // |N[u] ∩ live| = |live|, checked against t by the caller
+        }
+        let t = self.config.params.threshold;
+        cover.iter().find_map(|&u| {
+            let have = self.topology.neighbourhood(u).iter().filter(|v| live.contains(v)).count();
+            (have < t).then_some(RoundError::TooFewNeighbours { site: u, have, need: t, phase })
+        })
+    }
+
+    /// [`Self::shortfall_in`] for the current round: live = who answered, plus (while the
+    /// round is open, `with_waiting`) who it still waits for.
+    fn neighbourhood_shortfall(&self, with_waiting: bool) -> Option<RoundError> {
+        if self.topology.is_complete() {
+            return None;
+        }
+        let waiting = self.round().map(|r| r.waiting.clone()).unwrap_or_default();
+        let (mut live, u2, phase): (BTreeSet<ParticipantId>, Option<&BTreeSet<_>>, Phase) =
+            match &self.state {
+                State::AdvertiseKeys { keys, .. } => {
+                    (keys.keys().copied().collect(), None, Phase::AdvertiseKeys)
+                }
+                State::ShareKeys { sealed, .. } => {
+                    (sealed.keys().copied().collect(), None, Phase::ShareKeys)
+                }
+                State::MaskedInput { u2, u3, .. } => (u3.clone(), Some(u2), Phase::MaskedInput),
+                State::Unmask { u2, responses, .. } => {
+                    (responses.keys().copied().collect(), Some(u2), Phase::Unmask)
+                }
+                State::Finished(_) | State::Aborted(_) => return None,
+            };
+        if with_waiting {
+            live.extend(waiting);
+        }
+        let cover = u2.cloned().unwrap_or_else(|| live.clone());
+        self.shortfall_in(&cover, &live, phase)
+    }
+
+    fn to_one(&self, to: ParticipantId, body: Body) -> Outgoing {
+        Outgoing {
+            to: To::One(to),
+            kind: body.kind(),
+            payload: codec::encode(&SecAggMessage { session: self.session, body }),
+        }
     }
 
     fn alive<'a>(&self, ids: impl Iterator<Item = &'a ParticipantId>) -> BTreeSet<ParticipantId> {
@@ -636,10 +751,12 @@ fn no_duplicate(already: bool, from: ParticipantId, kind: &'static str) -> Resul
     if already { Err(RoundError::Duplicate { from, kind }) } else { Ok(()) }
 }
 
-/// A site's R1 ciphertexts must be exactly one per other member of U1, each from it.
+/// A site's R1 ciphertexts must be exactly one per other member of U1 in its neighbourhood
+/// (all of U1 on the complete graph), each from it.
 fn check_sealed(
     list: &[SealedShares],
     u1: &BTreeMap<ParticipantId, Site>,
+    topology: &Topology,
     from: ParticipantId,
 ) -> Result<(), RoundError> {
     let bad = |detail: String| Err(inconsistent(from, kind::ENCRYPTED_SHARES, detail));
@@ -648,9 +765,10 @@ fn check_sealed(
         if s.from != from {
             return bad(format!("a ciphertext claims to come from site {}", s.from));
         }
-        if s.to == from || !u1.contains_key(&s.to) {
+        if s.to == from || !u1.contains_key(&s.to) || !topology.adjacent(from, s.to) {
             return bad(format!(
-                "a ciphertext is addressed to site {}, not another member of U1",
+                "a ciphertext is addressed to site {}, not another member of U1 among its \
+                 neighbours",
                 s.to
             ));
         }
@@ -664,11 +782,15 @@ fn check_sealed(
             ));
         }
     }
-    if to.len() + 1 != u1.len() {
+    let expected = if topology.is_complete() {
+        u1.len() - 1
+    } else {
+        u1.keys().filter(|&&v| v != from && topology.adjacent(from, v)).count()
+    };
+    if to.len() != expected {
         return bad(format!(
-            "{} ciphertexts for the {} other members of U1",
-            to.len(),
-            u1.len() - 1
+            "{} ciphertexts for the {expected} other members of U1 among its neighbours",
+            to.len()
         ));
     }
     Ok(())

@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::ConfigError;
+use super::graph::Graph;
 use crate::fixed::FixedPoint;
 use crate::wire::ParticipantId;
 
@@ -28,6 +29,10 @@ pub struct Params {
     /// Coordinates per input vector.
     pub vector_len: usize,
     pub encoding: Encoding,
+    /// Who shares keys and masks with whom ([`Graph::Complete`] unless SecAgg+ is asked for);
+    /// with [`Graph::Harary`], `threshold` counts within each neighbourhood of k + 1 sites.
+    #[serde(default)]
+    pub graph: Graph,
 }
 
 impl Params {
@@ -45,9 +50,28 @@ impl Params {
     ) -> Result<Self, ConfigError> {
         sites.sort_unstable();
         let threshold = Self::default_threshold(sites.len());
-        let params = Params { sites, threshold, vector_len, encoding };
+        let params = Params { sites, threshold, vector_len, encoding, graph: Graph::Complete };
         params.validate()?;
         Ok(params)
+    }
+
+    /// The same parameters on `graph` with threshold `t` (per neighbourhood for SecAgg+).
+    pub fn with_graph(self, graph: Graph, t: usize) -> Result<Self, ConfigError> {
+        let params = Params { graph, threshold: t, ..self };
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// SecAgg+ with degree `k` and threshold `t` (e.g. from [`super::choose_harary`]) on a
+    /// permutation drawn from `rng`: the public seed is fresh, drawn once the sites are known.
+    pub fn with_harary(
+        self,
+        k: usize,
+        t: usize,
+        rng: &mut crate::rng::CapeRng,
+    ) -> Result<Self, ConfigError> {
+        use rand_core::Rng;
+        self.with_graph(Graph::Harary { k, seed: rng.next_u64() }, t)
     }
 
     /// The same parameters with threshold `t`.
@@ -72,11 +96,29 @@ impl Params {
             });
         }
         let t = self.threshold;
-        if t > n {
-            return Err(ConfigError::ThresholdAboveSites { threshold: t, sites: n });
-        }
-        if 2 * t <= n {
-            return Err(ConfigError::ThresholdAtMostHalf { threshold: t, sites: n });
+        match self.graph {
+            Graph::Complete => {
+                if t > n {
+                    return Err(ConfigError::ThresholdAboveSites { threshold: t, sites: n });
+                }
+                if 2 * t <= n {
+                    return Err(ConfigError::ThresholdAtMostHalf { threshold: t, sites: n });
+                }
+            }
+            Graph::Harary { k, .. } => {
+                if k < 2 || k + 1 >= n {
+                    return Err(ConfigError::HararyDegreeOutOfRange { k, sites: n });
+                }
+                if k % 2 == 1 {
+                    return Err(ConfigError::HararyDegreeOdd { k });
+                }
+                if t > k + 1 {
+                    return Err(ConfigError::ThresholdAboveNeighbourhood { threshold: t, k });
+                }
+                if 2 * t <= k + 1 {
+                    return Err(ConfigError::ThresholdAtMostHalfNeighbourhood { threshold: t, k });
+                }
+            }
         }
         if self.vector_len == 0 {
             return Err(ConfigError::EmptyVector);

@@ -29,6 +29,39 @@ pub enum ConfigError {
          and unmask that site alone; use t > {sites}/2 (the default is ⌊2n/3⌋ + 1)"
     )]
     ThresholdAtMostHalf { threshold: usize, sites: usize },
+    #[error(
+        "SecAgg+ needs a degree k with 2 ≤ k < S − 1 = {}, got k = {k} for {sites} sites; \
+         for k ≥ S − 1 use the complete graph",
+        sites.saturating_sub(1)
+    )]
+    HararyDegreeOutOfRange { k: usize, sites: usize },
+    #[error(
+        "SecAgg+'s Harary graph needs an even degree k (k/2 neighbours on each side of the \
+         cycle), got k = {k}"
+    )]
+    HararyDegreeOdd { k: usize },
+    #[error(
+        "threshold t = {threshold} exceeds a SecAgg+ neighbourhood of k + 1 = {} sites: the masks \
+         could never be removed; use t ≤ k + 1",
+        k + 1
+    )]
+    ThresholdAboveNeighbourhood { threshold: usize, k: usize },
+    #[error(
+        "threshold t = {threshold} is at most half of a SecAgg+ neighbourhood of k + 1 = {} \
+         sites: an aggregator could ask one half of a site's neighbours for its self-mask shares \
+         and the other half for its key shares; use t > (k + 1)/2",
+        k + 1
+    )]
+    ThresholdAtMostHalfNeighbourhood { threshold: usize, k: usize },
+    #[error("SecAgg+ parameters: {what}, got {value}")]
+    GraphParameter { what: &'static str, value: f64 },
+    #[error(
+        "no SecAgg+ degree k < S − 1 = {} meets a failure probability of 2^-{sigma} with \
+         δ = {dropout} dropouts and γ = {corruption} colluders among {sites} sites; use the \
+         complete graph (or accept a larger failure probability)",
+        sites.saturating_sub(1)
+    )]
+    NoSparseGraph { sites: usize, dropout: f64, corruption: f64, sigma: f64 },
     #[error("the vector length must be at least 1")]
     EmptyVector,
     #[error(
@@ -86,6 +119,12 @@ pub enum RoundError {
          could unmask a site was revealed"
     )]
     TooFewSites { have: usize, need: usize, phase: Phase },
+    #[error(
+        "{phase}: site {site}'s SecAgg+ neighbourhood has only {have} live sites (itself \
+         included), need t = {need} to rebuild its secrets; the round is aborted and nothing that \
+         could unmask a site was revealed"
+    )]
+    TooFewNeighbours { site: ParticipantId, have: usize, need: usize, phase: Phase },
     #[error("the aggregator aborted in {phase}: {reason}")]
     AbortedByAggregator { phase: Phase, reason: String },
     #[error("the aggregator (participant {aggregator}) left the room")]

@@ -144,6 +144,14 @@ impl Work<'_> {
         }
     }
 
+    /// The messages the call sent, once it has run (empty if it was refused).
+    pub fn outputs(&self) -> &[Outgoing] {
+        match &self.result {
+            Some(Ok(out)) => out,
+            _ => &[],
+        }
+    }
+
     /// Payload bytes the call sent, once it has run (for the aggregator, nonzero only for the
     /// call that closed the round).
     pub fn sent_bytes(&self) -> usize {

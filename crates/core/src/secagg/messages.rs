@@ -225,6 +225,7 @@ mod tests {
     use crate::codec::{decode, encode};
     use crate::fixed::FixedPoint;
     use crate::secagg::config::Encoding;
+    use crate::secagg::graph::Graph;
 
     fn session() -> SessionId {
         SessionId([7; 16])
@@ -237,6 +238,7 @@ mod tests {
             threshold: 3,
             vector_len: 2,
             encoding: Encoding::Fixed(FixedPoint::new(32, 10.0).unwrap()),
+            graph: Graph::Harary { k: 2, seed: 9 },
         };
         let keys = PublicKeys { enc: [1; 32], mask: [2; 32] };
         let sealed = SealedShares { from: 2, to: 3, ciphertext: vec![9; 88] };
@@ -296,6 +298,7 @@ mod tests {
                 threshold: 0,
                 vector_len: 0,
                 encoding: Encoding::Ring,
+                graph: Default::default(),
             }),
         });
         odd.truncate(16);

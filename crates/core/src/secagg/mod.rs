@@ -23,6 +23,30 @@ pitfall 8). The aggregator closes a round when every site it still waits for has
 left, or at the round's deadline; fewer than t possible answers abort the instance at once
 ([`RoundError::TooFewSites`]), before anything that could unmask a site is asked for.
 
+# SecAgg+ (Bell, Bonawitz, Gascón, Lepoint, Raykova, CCS 2020)
+[`Params::graph`] picks who shares keys and masks with whom. [`Graph::Complete`] (the default,
+and what a `Params` without the field decodes to) is the table above: every site with all S − 1
+others. [`Graph::Harary`] is SecAgg+: a public Harary graph H(S, k) over a permutation of the
+sites drawn from a public seed ([`graph`]), and every step above runs within a site's
+neighbourhood N[u] (u and its k neighbours):
+
+- R0/R1: the aggregator sends each site the keys of N[u] ∩ U1 only; u Shamir-shares s^SK and
+  b among N[u] ∩ U1 with threshold t, so it seals k ciphertexts, not S − 1.
+- R2: y_u = x_u + PRG(b_u) + Σ_{v∈N(u)∩U2} sgn(u−v)·PRG(s_{u,v}): k + 1 masks, not S.
+- R3: each site is asked about N[u] only (survivors and dropped of its neighbourhood) and, as
+  before, never reveals both kinds of share for one peer. The aggregator rebuilds b_v of each
+  survivor from t holders in N[v], and s_v^SK of each dropped v from t holders in N[v], and
+  removes v's pairwise masks from its neighbours' inputs.
+
+t counts per neighbourhood: (k + 1)/2 < t ≤ k + 1 ([`ConfigError::ThresholdAtMostHalfNeighbourhood`]),
+k even with 2 ≤ k < S − 1. The aggregator aborts with [`RoundError::TooFewNeighbours`] (naming the
+site) as soon as a neighbourhood whose secrets the round still needs holds fewer than t live
+sites, before anything that could unmask a site is asked for; a site refuses the same way.
+[`choose_harary`] picks the smallest k (and a t) for S sites, a dropout fraction δ, a corruption
+fraction γ and a failure probability 2^−σ; [`graph`]'s docs state exactly what that bound covers
+and how it is computed (hypergeometric tails and a union bound, numerically). Per-site work and
+bytes then grow with k, which grows like σ + log S (`cape bench secagg --graph harary`).
+
 # Using it
 Each role is a sans-IO state machine with the call order written on its type: [`Aggregator`]
 (`start`, then `handle` / `handle_departure` / `handle_timeout`, `poll_timeout`, `outcome`) and
@@ -53,6 +77,7 @@ mod aggregator;
 mod config;
 pub(crate) mod crypto;
 mod error;
+pub mod graph;
 pub mod lockstep;
 pub mod messages;
 pub mod prg;
@@ -68,5 +93,6 @@ pub use crate::driver::{Driver, DriverEvent, Machine, Outgoing};
 pub use aggregator::{Aggregate, Aggregator, Membership};
 pub use config::{AggregatorConfig, Encoding, Params};
 pub use error::{ConfigError, RoundError};
+pub use graph::{Graph, HararyChoice, Topology, choose_harary};
 pub use messages::{DropReason, Dropout, Phase, SessionId};
 pub use site::{Site, SiteInput, SitePhase, SumResult};

@@ -10,6 +10,7 @@ use curve25519_dalek::Scalar;
 use super::aggregator::Aggregator;
 use super::config::{AggregatorConfig, Encoding, Params};
 use super::crypto::{SharePair, decode_public, decode_scalar, public_key};
+use super::graph::{Graph, Topology};
 use super::messages::{Body, SecAggMessage, kind};
 use super::prg::{Sign, apply_mask};
 use super::shamir;
@@ -58,8 +59,16 @@ struct Room {
 impl Room {
     fn new(n: u32, inputs: &dyn Fn(u32) -> Vec<u64>, colluders: &[ParticipantId]) -> Self {
         let ids: Vec<ParticipantId> = (1..=n).collect();
-        let len = inputs(1).len();
-        let params = Params::new(ids.clone(), len, Encoding::Ring).unwrap();
+        let params = Params::new(ids, inputs(1).len(), Encoding::Ring).unwrap();
+        Self::with_params(params, inputs, colluders)
+    }
+
+    fn with_params(
+        params: Params,
+        inputs: &dyn Fn(u32) -> Vec<u64>,
+        colluders: &[ParticipantId],
+    ) -> Self {
+        let ids = params.sites.clone();
         let config = AggregatorConfig::new(params).unwrap().with_round_timeout_ms(1_000);
         let (agg, begin) = Aggregator::start(config, &mut derive(7, "agg"), 0);
         let sites = ids
@@ -300,4 +309,74 @@ fn masked_inputs_look_uniform() {
         assert!(chi2 < CHI2_15_P001, "y_{site}: χ² = {chi2}");
     }
     assert_eq!(room.agg.masked_inputs().len(), 5);
+}
+
+// -- SecAgg+ ---------------------------------------------------------------------------------
+
+fn harary_room(colluders: &[ParticipantId]) -> (Room, Topology) {
+    // S = 16, k = 6, t = 4: each site shares with its 6 neighbours and itself.
+    let params = Params::new((1..=16).collect(), 4096, Encoding::Ring)
+        .unwrap()
+        .with_graph(Graph::Harary { k: 6, seed: 11 }, 4)
+        .unwrap();
+    let topology = Topology::new(&params);
+    (Room::with_params(params, &input_of, colluders), topology)
+}
+
+#[test]
+fn secagg_plus_aggregator_and_t_minus_one_neighbours_cannot_unmask_a_survivor() {
+    let target = 5;
+    let (probe, top) = harary_room(&[]);
+    drop(probe);
+    let near: Vec<ParticipantId> = top.neighbourhood(target);
+    let others: Vec<ParticipantId> = near.iter().copied().filter(|&v| v != target).collect();
+    // Three neighbours collude with the aggregator (t − 1), and one more neighbour drops after
+    // sharing its keys, so its s^SK is reconstructed by design. (Sites outside N[T] hold nothing
+    // of T's; the analysis in graph.rs bounds the chance that t colluders sit around one of T's
+    // honest neighbours instead.)
+    let dropper = others[3];
+    let colluders: Vec<ParticipantId> = others[..3].to_vec();
+    let (mut room, _) = harary_room(&colluders);
+    room.hold_back = Some((dropper, kind::MASKED_INPUT));
+    room.run();
+    room.timeout();
+    let agg = room.agg.outcome().unwrap().unwrap().clone();
+    let expected: Vec<u64> = (0..4096)
+        .map(|j| {
+            (1..=16u32)
+                .filter(|&id| id != dropper)
+                .map(|id| input_of(id)[j])
+                .fold(0u64, u64::wrapping_add)
+        })
+        .collect();
+    assert_eq!(agg.sum, expected, "the protocol itself works");
+    let pooled = room.pooled_shares(target, false, &[]);
+    assert_eq!(pooled.len(), 3, "only the three colluding neighbours hold s_T^SK shares");
+
+    let (recovered, key_recovered) = room.attack(target, &near, &[]);
+    assert!(!key_recovered, "t − 1 shares of s_T^SK do not give the key");
+    assert_ne!(recovered, input_of(target));
+    let chi2 = chi_square_top_bits(&recovered);
+    assert!(chi2 < CHI2_15_P001, "the failed attack's output looks uniform: χ² = {chi2}");
+
+    // Positive control: a fourth neighbour's share, and the same attack succeeds.
+    let (recovered, key_recovered) = room.attack(target, &near, &[others[4]]);
+    assert!(key_recovered);
+    assert_eq!(recovered, input_of(target));
+}
+
+#[test]
+fn secagg_plus_masked_inputs_look_uniform() {
+    let params = Params::new((1..=16).collect(), 8192, Encoding::Ring)
+        .unwrap()
+        .with_graph(Graph::Harary { k: 4, seed: 3 }, 3)
+        .unwrap();
+    let mut room = Room::with_params(params, &|_| vec![0u64; 8192], &[]);
+    room.run();
+    assert!(room.agg.outcome().unwrap().is_ok());
+    assert_eq!(room.agg.masked_inputs().len(), 16);
+    for (site, y) in room.agg.masked_inputs() {
+        let chi2 = chi_square_top_bits(y);
+        assert!(chi2 < CHI2_15_P001, "y_{site}: χ² = {chi2}");
+    }
 }

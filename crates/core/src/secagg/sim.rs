@@ -12,6 +12,7 @@
 use super::aggregator::{Aggregate, Aggregator};
 use super::config::{AggregatorConfig, Encoding, Params};
 use super::error::{ConfigError, RoundError};
+use super::graph::Graph;
 use super::messages::kind;
 use super::site::{Site, SiteInput, SitePhase, SumResult};
 use crate::driver::{Driver, DriverEvent};
@@ -103,11 +104,25 @@ pub struct SimConfig {
     pub encoding: Encoding,
     pub round_timeout_ms: u64,
     pub dropouts: Vec<ScriptedDropout>,
+    /// The complete graph, or SecAgg+ (with `threshold` per neighbourhood; `None` there: the
+    /// default ⌊2(k+1)/3⌋ + 1 of a neighbourhood of k + 1 sites).
+    pub graph: Graph,
 }
 
 impl SimConfig {
     pub fn new(seed: u64, encoding: Encoding) -> Self {
-        Self { seed, threshold: None, encoding, round_timeout_ms: 1_000, dropouts: Vec::new() }
+        Self {
+            seed,
+            threshold: None,
+            encoding,
+            round_timeout_ms: 1_000,
+            dropouts: Vec::new(),
+            graph: Graph::Complete,
+        }
+    }
+
+    pub fn with_graph(self, graph: Graph) -> Self {
+        Self { graph, ..self }
     }
 
     pub fn with_dropout(mut self, site: usize, at: DropPoint, mode: DropMode) -> Self {
@@ -200,8 +215,13 @@ impl Sim {
         }
         let ids: Vec<ParticipantId> = sites.iter().map(|s| s.driver.machine.id()).collect();
         let mut params = Params::new(ids, Self::vector_len(&sites)?, config.encoding)?;
-        if let Some(t) = config.threshold {
-            params = params.with_threshold(t)?;
+        match (config.graph, config.threshold) {
+            (Graph::Complete, Some(t)) => params = params.with_threshold(t)?,
+            (Graph::Complete, None) => {}
+            (graph @ Graph::Harary { k, .. }, t) => {
+                let t = t.unwrap_or_else(|| Params::default_threshold(k + 1));
+                params = params.with_graph(graph, t)?;
+            }
         }
         let agg_config =
             AggregatorConfig::new(params)?.with_round_timeout_ms(config.round_timeout_ms);

@@ -13,6 +13,7 @@ use super::crypto::{
     derive_key, random_scalar,
 };
 use super::error::{ConfigError, RoundError};
+use super::graph::Topology;
 use super::messages::{
     Body, Dropout, KeyEntry, Phase, PublicKeys, RevealedShare, RingVec, SealedShares,
     SecAggMessage, SessionId, SumBroadcast, kind,
@@ -111,6 +112,25 @@ pub struct Site {
 struct Session {
     id: SessionId,
     params: Params,
+    /// This instance's graph: the site shares with, masks with and reveals for N[me] only.
+    topology: Topology,
+}
+
+impl Session {
+    fn duplicate(&self) -> Session {
+        Session { id: self.id, params: self.params.clone(), topology: self.topology.clone() }
+    }
+
+    /// Too few sites left where this site needs t of them: the whole room on the complete
+    /// graph, this site's neighbourhood in SecAgg+.
+    fn too_few(&self, me: ParticipantId, have: usize, phase: Phase) -> RoundError {
+        let need = self.params.threshold;
+        if self.topology.is_complete() {
+            RoundError::TooFewSites { have, need, phase }
+        } else {
+            RoundError::TooFewNeighbours { site: me, have, need, phase }
+        }
+    }
 }
 
 enum State {
@@ -325,7 +345,9 @@ impl Site {
         let mask = KeyPair::generate(&mut self.rng);
         let body = Body::AdvertiseKeys(PublicKeys { enc: enc.public, mask: mask.public });
         let out = self.to_aggregator(id, body);
-        self.state = State::Advertised(Advertised { session: Session { id, params }, enc, mask });
+        let topology = Topology::new(&params);
+        let session = Session { id, params, topology };
+        self.state = State::Advertised(Advertised { session, enc, mask });
         Ok(vec![out])
     }
 
@@ -348,6 +370,13 @@ impl Site {
         if let Some(e) = entries.iter().find(|e| !params.is_invited(e.site)) {
             return self.refuse(inconsistent(format!("site {} was not invited", e.site)));
         }
+        // SecAgg+: the directory lists this site's neighbourhood only.
+        if let Some(e) = entries.iter().find(|e| !adv.session.topology.adjacent(self.me, e.site)) {
+            return self.refuse(inconsistent(format!(
+                "site {} is not a neighbour of site {} in this session's graph",
+                e.site, self.me
+            )));
+        }
         let Some(mine) = entries.iter().find(|e| e.site == self.me) else {
             self.exclude();
             return Ok(Vec::new());
@@ -357,11 +386,7 @@ impl Site {
         }
         let t = params.threshold;
         if entries.len() < t {
-            return self.refuse(RoundError::TooFewSites {
-                have: entries.len(),
-                need: t,
-                phase: Phase::ShareKeys,
-            });
+            return self.refuse(adv.session.too_few(self.me, entries.len(), Phase::ShareKeys));
         }
         let mut seen: BTreeMap<[u8; 32], ParticipantId> = BTreeMap::new();
         let mut u1 = BTreeMap::new();
@@ -462,11 +487,7 @@ impl Site {
         }
         let t = sk.session.params.threshold;
         if held.len() < t {
-            return self.refuse(RoundError::TooFewSites {
-                have: held.len(),
-                need: t,
-                phase: Phase::MaskedInput,
-            });
+            return self.refuse(sk.session.too_few(self.me, held.len(), Phase::MaskedInput));
         }
         let u2: BTreeSet<ParticipantId> = held.keys().copied().collect();
 
@@ -483,7 +504,7 @@ impl Site {
         let State::SharedKeys(sk) = std::mem::replace(&mut self.state, State::AwaitingBegin) else {
             unreachable!("checked above")
         };
-        let session = Session { id: sk.session.id, params: sk.session.params.clone() };
+        let session = sk.session.duplicate();
         // Dropping `sk` zeroizes both secret keys and b_u: only the shares are needed from here.
         drop(sk);
         self.state = State::SentMasked(SentMasked { session, u2, held });
@@ -519,11 +540,7 @@ impl Site {
         }
         let t = sm.session.params.threshold;
         if survivor_set.len() < t {
-            return self.refuse(RoundError::TooFewSites {
-                have: survivor_set.len(),
-                need: t,
-                phase: Phase::Unmask,
-            });
+            return self.refuse(sm.session.too_few(self.me, survivor_set.len(), Phase::Unmask));
         }
         if !survivor_set.contains(&self.me) {
             // The aggregator counts this site as dropped: it reveals nothing.
@@ -632,8 +649,8 @@ impl Site {
         let state = std::mem::replace(&mut self.state, State::AwaitingBegin);
         match state {
             State::Advertised(a) => a.session,
-            State::SharedKeys(s) => Session { id: s.session.id, params: s.session.params.clone() },
-            State::SentMasked(s) => Session { id: s.session.id, params: s.session.params.clone() },
+            State::SharedKeys(s) => s.session.duplicate(),
+            State::SentMasked(s) => s.session.duplicate(),
             State::AwaitingResult { session, .. } => session,
             State::AwaitingBegin | State::Done(_) | State::Aborted(_) => {
                 unreachable!("only called while a session runs")

@@ -242,6 +242,7 @@ impl IterativeParams {
             threshold: self.threshold,
             vector_len: self.noise_len().max(1),
             encoding: Encoding::Fixed(format),
+            graph: secagg::Graph::Complete,
         };
         params.validate().map_err(IterativeConfigError::SecAgg)?;
         Ok(params)

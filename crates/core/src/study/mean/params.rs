@@ -231,6 +231,7 @@ impl StudyParams {
             threshold: self.threshold,
             vector_len: self.vector_len(),
             encoding: Encoding::Fixed(format),
+            graph: secagg::Graph::Complete,
         };
         params.validate().map_err(StudyConfigError::SecAgg)?;
         Ok(params)
