@@ -141,6 +141,13 @@ pub fn phase_text(phase: IterAggregatorPhase) -> String {
             format!("Upfront SecureAgg of all iterations' noise: {round}")
         }
         IterAggregatorPhase::Summing(None) => "Upfront SecureAgg of all iterations' noise".into(),
+        IterAggregatorPhase::Repairing { from_iteration, round } => {
+            let round = round.map(|r| format!(": {r}")).unwrap_or_default();
+            format!(
+                "Zero-sum repair: the remaining sites sum fresh noise for iterations \
+                 {from_iteration} on{round}"
+            )
+        }
         IterAggregatorPhase::Iterating { iteration } => {
             format!("Iteration {iteration}: waiting for the sites' releases")
         }

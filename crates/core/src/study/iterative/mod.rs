@@ -66,7 +66,12 @@ pub mod step;
 pub use aggregator::{IterAggregatorPhase, IterativeAggregator};
 pub use error::IterativeError;
 pub use messages::{IterBody, IterMessage, kind, peek_start};
-pub use outcome::{IterationRecord, IterativeOutcome, IterativePrivacy, SiteDecline, StopReason};
+pub use outcome::{
+    IterationRecord, IterativeOutcome, IterativePrivacy, Repair, SiteDecline, SiteDeparture,
+    StopReason,
+};
 pub use params::{IterativeConfigError, IterativeParams, NoiseMode};
-pub use site::{IterSitePhase, IterativeSite, SiteIteration, SiteSettings, ledger_study_name};
+pub use site::{
+    IterSitePhase, IterativeSite, NoiseRun, SiteIteration, SiteSettings, ledger_study_name,
+};
 pub use step::{AggregatorStep, SiteStep, StepShape, Update};

@@ -159,7 +159,14 @@ impl IterativeParams {
 
     /// The length of the upfront noise vector: J_max × len.
     pub fn noise_len(&self) -> usize {
-        self.max_iterations as usize * self.statistic_len
+        self.noise_len_from(1)
+    }
+
+    /// The length of the noise vector of iterations `from..=J_max` (a zero-sum repair run):
+    /// (J_max − from + 1) × len; 0 past J_max.
+    pub fn noise_len_from(&self, from: u32) -> usize {
+        let left = self.max_iterations.saturating_sub(from.saturating_sub(1));
+        left as usize * self.statistic_len
     }
 
     /// Everything a participant checks; sites run it on parameters that came off the network.
@@ -205,10 +212,22 @@ impl IterativeParams {
         sites: Vec<ParticipantId>,
         format: FixedPoint,
     ) -> Result<secagg::Params, IterativeConfigError> {
+        self.secagg_params_from(sites, format, 1)
+    }
+
+    /// The SecureAgg run among `sites` of the noise of iterations `from..=J_max`: the upfront run
+    /// (`from` = 1) or a zero-sum repair. The threshold stays the study's t, and so does the
+    /// format (sized for S sites, so safe for fewer).
+    pub fn secagg_params_from(
+        &self,
+        sites: Vec<ParticipantId>,
+        format: FixedPoint,
+        from: u32,
+    ) -> Result<secagg::Params, IterativeConfigError> {
         let params = secagg::Params {
             sites,
             threshold: self.threshold,
-            vector_len: self.noise_len().max(1),
+            vector_len: self.noise_len_from(from).max(1),
             encoding: Encoding::Fixed(format),
         };
         params.validate().map_err(IterativeConfigError::SecAgg)?;
@@ -227,9 +246,12 @@ impl IterativeParams {
     /// The collusion factor of the ledger preview, before |U| is known: the largest over every
     /// |U| from t to S.
     pub fn worst_case_collusion_factor(&self) -> f64 {
-        (self.threshold.max(2)..=self.sites.len().max(2))
-            .map(|n| self.collusion_factor(n))
-            .fold(1.0, f64::max)
+        self.worst_collusion_factor_up_to(self.sites.len())
+    }
+
+    /// The largest collusion factor over every |U| from t to `sites` (a repair's preview).
+    pub fn worst_collusion_factor_up_to(&self, sites: usize) -> f64 {
+        (self.threshold.max(2)..=sites.max(2)).map(|n| self.collusion_factor(n)).fold(1.0, f64::max)
     }
 
     /// `count` releases of this study under collusion factor `c_s`, as the ledger records them.
