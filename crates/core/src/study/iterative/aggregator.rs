@@ -449,6 +449,18 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
                 self.run_size = self.contributors.len();
                 self.discarding = None;
                 if repair && let Some(last) = self.repairs.last_mut() {
+                    // Sites the run dropped (SecureAgg: U′ shrinks, at least t) left too.
+                    for site in last.contributors.clone() {
+                        if !self.contributors.contains(&site) {
+                            last.left.push(SiteDeparture {
+                                site,
+                                iteration: from,
+                                cause: format!(
+                                    "dropped out of the repair run before iteration {from}"
+                                ),
+                            });
+                        }
+                    }
                     last.contributors = self.contributors.clone();
                     last.sites_after = self.contributors.len();
                     last.done = true;
@@ -509,7 +521,6 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             .filter(|s| !gone.contains(s) && !self.departed.contains(s))
             .collect();
         let before = self.run_size;
-        self.contributors = survivors.clone();
         let completed = self.completed();
         let need = self.params.threshold;
         if survivors.len() < need {
@@ -528,6 +539,7 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             };
             return self.finish(now_ms, reason);
         }
+        self.contributors = survivors.clone();
         if discarded.iter().any(|s| survivors.contains(s)) {
             self.mirror_discarded();
         }
