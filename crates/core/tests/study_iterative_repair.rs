@@ -220,8 +220,8 @@ fn a_site_leaving_at_iteration_5_of_20_is_repaired_and_the_study_completes_with_
                     continue;
                 }
                 let e = it.zero_sum_noise.as_ref().unwrap();
-                for k in 0..e.len() {
-                    let g = it.release[k] - it.statistic[k] - e[k];
+                for (k, e) in e.iter().enumerate() {
+                    let g = it.release[k] - it.statistic[k] - e;
                     sq += g * g;
                     n += 1.0;
                 }
