@@ -12,8 +12,8 @@
 // - a non-private comparison run: the sites that ticked the opt-in take part, the one that did
 //   not declines and the dashboard shows its reason; its ledger records nothing; the two runs
 //   appear together in the comparison chart.
-// A site leaving mid-training (ZeroSumBroken naming it) is covered by the web unit tests on the
-// simulated study (study_view::nn), not here.
+// A site leaving mid-training (the zero-sum repair line naming it, and ZeroSumBroken below t) is
+// covered by the web unit tests on the simulated study (study_view::nn), not here.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,7 +1,8 @@
 //! The iterative study (CAPE gradient descent for the network of `nn`) over a MemoryRoom with
 //! S = 4 sites: exact zero sum and the pooled noise variance of the upfront mode, the non-private
 //! run against `nn::train`, CAPE's accuracy against the non-private one, the ledger, a decline
-//! on budget (of the whole announced study, later stages included), and a site leaving mid-run.
+//! on budget (of the whole announced study, later stages included), and a site leaving mid-run
+//! (repaired).
 
 use capelab_core::accountant::{Budget, Event, Ledger, Mechanism, Release};
 use capelab_core::cape::Collusion;
@@ -333,58 +334,42 @@ fn a_site_admits_or_declines_the_whole_announced_study_before_its_first_release(
 }
 
 #[test]
-fn a_site_leaving_after_the_upfront_run_stops_the_study_with_the_reason() {
+fn a_site_leaving_after_the_upfront_run_is_repaired_and_the_study_goes_on() {
+    // The repair itself is tested in detail in tests/study_iterative_repair.rs.
     let (train, test) = classification(400, 4, 11);
     let mut run = Run::new(NoiseMode::Upfront, 12);
     run.departures = vec![ScriptedDeparture::on_state(2, 5)];
     let sim = run.sim(&train, &test);
     let outcome = sim.aggregator().outcome().unwrap();
     let leaver = sim.site(2).id();
-    assert_eq!(
-        outcome.stop,
-        StopReason::ZeroSumBroken {
-            site: leaver,
-            iteration: 5,
-            completed: 4,
-            cause: "left the room in iteration 5".into()
-        }
-    );
-    let text = outcome.stop.to_string();
-    assert!(text.contains(&format!("site {leaver} left the room in iteration 5")), "{text}");
-    assert!(text.contains("state reached after iteration 4"), "{text}");
-    assert_eq!(outcome.iterations, 4);
-    assert_eq!(outcome.records.len(), 4);
-    assert_eq!(outcome.privacy.as_ref().unwrap().iterations, 4);
-    // the sites learn the state reached; the leaver paid for the 4 releases it made, the others
-    // for the 5 they made (their fifth went out before the departure was known)
+    assert_eq!(outcome.stop, StopReason::Completed { iterations: 12 }, "{}", outcome.stop);
+    assert_eq!(outcome.repairs.len(), 1);
+    let repair = &outcome.repairs[0];
+    assert_eq!((repair.left[0].site, repair.left[0].iteration), (leaver, 5));
+    assert_eq!((repair.from_iteration, repair.sites_after), (5, 3));
+    assert_eq!(outcome.records.len(), 12);
+    assert_eq!(outcome.records[3].contributors.len(), 4);
+    assert_eq!(outcome.records[4].contributors.len(), 3);
+    // the leaver paid for the 4 releases it made, the others for 4 + their fifth (made before
+    // the departure was known, not averaged) + the 8 under the repaired noise
     assert_eq!(sim.site(2).spent().len(), 4);
     for s in [0, 1, 3] {
-        assert_eq!(sim.site(s).spent().len(), 5);
+        assert_eq!(sim.site(s).spent().len(), 13);
         assert_eq!(sim.site(s).final_state(), Some(&outcome.final_state));
-        assert!(sim.site(s).end_reason().unwrap().contains("iteration 5"));
     }
 
     // A site that leaves right after its release of iteration 5: iteration 5 still completes (its
-    // zero-sum share is in), iteration 6 cannot.
+    // zero-sum share is in), the repair covers 6 on.
     let mut after = Run::new(NoiseMode::Upfront, 12);
     after.departures = vec![ScriptedDeparture::after_release(2, 5)];
     let sim = after.sim(&train, &test);
     let outcome = sim.aggregator().outcome().unwrap();
-    assert_eq!(
-        outcome.stop,
-        StopReason::ZeroSumBroken {
-            site: leaver,
-            iteration: 6,
-            completed: 5,
-            cause: "left the room after releasing iteration 5".into()
-        },
-        "{}",
-        outcome.stop
-    );
-    assert_eq!(outcome.records.len(), 5);
+    assert_eq!(outcome.stop, StopReason::Completed { iterations: 12 }, "{}", outcome.stop);
+    assert_eq!(outcome.repairs[0].from_iteration, 6);
     assert_eq!(outcome.records[4].contributors.len(), 4);
-    for s in 0..SITES {
-        assert_eq!(sim.site(s).spent().len(), 5, "site {s} released iterations 1 to 5");
+    assert_eq!(sim.site(2).spent().len(), 5);
+    for s in [0, 1, 3] {
+        assert_eq!(sim.site(s).spent().len(), 12, "site {s} released iterations 1 to 12 once");
     }
 
     // Conventional noise has no zero sum to break: the others go on without the site.

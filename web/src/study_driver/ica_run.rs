@@ -72,6 +72,9 @@ pub struct IcaLive {
     pub names: BTreeMap<ParticipantId, String>,
     pub refusals: Vec<String>,
     pub finished: bool,
+    /// One line per zero-sum repair of capeDJICA (who left, at which iteration, the new S).
+    #[serde(default)]
+    pub repairs: Vec<String>,
 }
 
 impl IcaLive {
@@ -301,6 +304,14 @@ impl<T: Transport + Clone> IcaRun<T> {
                 self.djica.as_ref().map(|o| points(&o.records)).unwrap_or_default(),
             ),
         };
+        let repairs = match &self.stage {
+            Stage::Djica(d) => d.machine.repairs().to_vec(),
+            _ => self.djica.as_ref().map(|o| o.repairs.clone()).unwrap_or_default(),
+        };
+        let names = self.names.clone();
+        let repairs = crate::study_view::nn::repair_lines(&repairs, |id| {
+            names.get(&id).cloned().unwrap_or_else(|| format!("Site {id}"))
+        });
         IcaLive {
             number: self.number,
             form: self.form.clone(),
@@ -315,6 +326,7 @@ impl<T: Transport + Clone> IcaRun<T> {
             names: self.names.clone(),
             refusals: self.refusals.clone(),
             finished: self.is_over(),
+            repairs,
         }
     }
 }

@@ -23,7 +23,7 @@ use capelab_core::wire::ParticipantId;
 use super::form::NnForm;
 use super::wire::StudyTransport;
 use crate::local_data::nn_held_out;
-use crate::study_view::nn::{NnRecord, chance_accuracy};
+use crate::study_view::nn::{NnRecord, chance_accuracy, repair_lines};
 
 /// How long the aggregator waits for the sites' answers and for each iteration's releases.
 pub const ROUND_TIMEOUT_MS: u64 = 30_000;
@@ -43,6 +43,8 @@ pub struct NnLive {
     pub epsilon_per_iteration: f64,
     pub names: BTreeMap<ParticipantId, String>,
     pub refusals: Vec<String>,
+    /// One line per zero-sum repair so far (who left, at which iteration, the new S).
+    pub repairs: Vec<String>,
 }
 
 /// A finished NN study.
@@ -119,6 +121,9 @@ impl NnRun {
             })
             .collect();
         let skip = refusals.len().saturating_sub(5);
+        let repairs = repair_lines(agg.repairs(), |id| {
+            self.names.get(&id).cloned().unwrap_or_else(|| format!("Site {id}"))
+        });
         NnLive {
             number: self.number,
             study: agg.study(),
@@ -129,6 +134,7 @@ impl NnRun {
             epsilon_per_iteration: self.epsilon_per_iteration,
             names: self.names.clone(),
             refusals: refusals[skip..].to_vec(),
+            repairs,
         }
     }
 }
@@ -141,6 +147,13 @@ pub fn phase_text(phase: IterAggregatorPhase) -> String {
             format!("Upfront SecureAgg of all iterations' noise: {round}")
         }
         IterAggregatorPhase::Summing(None) => "Upfront SecureAgg of all iterations' noise".into(),
+        IterAggregatorPhase::Repairing { from_iteration, round } => {
+            let round = round.map(|r| format!(": {r}")).unwrap_or_default();
+            format!(
+                "Zero-sum repair: the remaining sites sum fresh noise for iterations \
+                 {from_iteration} on{round}"
+            )
+        }
         IterAggregatorPhase::Iterating { iteration } => {
             format!("Iteration {iteration}: waiting for the sites' releases")
         }

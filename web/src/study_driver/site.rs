@@ -847,7 +847,10 @@ pub fn nn_phase_text(phase: IterSitePhase) -> String {
         IterSitePhase::Iterating { released } => {
             format!("Released the noisy gradient of iteration {released}")
         }
-        IterSitePhase::Excluded => "Not in the upfront noise sum: waiting for the end".into(),
+        IterSitePhase::Repairing { from_iteration, .. } => format!(
+            "Zero-sum repair: a site left; summing fresh noise for iterations {from_iteration} on"
+        ),
+        IterSitePhase::Excluded => "Not in the noise sum: waiting for the end".into(),
         IterSitePhase::Done => "Done: training ended".into(),
         IterSitePhase::Declined => "Declined: nothing but the refusal was sent".into(),
         IterSitePhase::NotInvited => "Not invited to this study".into(),

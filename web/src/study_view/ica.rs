@@ -323,6 +323,7 @@ mod tests {
         ];
         IterativePrivacy {
             iterations,
+            releases: iterations,
             delta,
             noise_multiplier: z,
             epsilon: views[1].epsilon_exact,

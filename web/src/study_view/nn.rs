@@ -12,7 +12,7 @@ not on any site's records.
 */
 
 use capelab_core::study::iterative::nn::NnIterationReport;
-use capelab_core::study::iterative::{IterationRecord, IterativePrivacy, StopReason};
+use capelab_core::study::iterative::{IterationRecord, IterativePrivacy, Repair, StopReason};
 use capelab_core::wire::ParticipantId;
 
 use crate::components::charts::line::{LineChartSpec, Marker, Series};
@@ -140,6 +140,11 @@ pub fn epsilon_chart(
 
 fn iteration_scale(max_iterations: u32) -> Scale {
     Scale::Linear { min: 0.0, max: f64::from(max_iterations.max(1)) }
+}
+
+/// One line per zero-sum repair (who left, at which iteration, the new S), sites by name.
+pub fn repair_lines(repairs: &[Repair], name: impl Fn(ParticipantId) -> String) -> Vec<String> {
+    repairs.iter().map(|r| format!("Zero-sum repair: {}", r.summary(&name))).collect()
 }
 
 /// Why the study stopped, with the site's name where the reason names one.
@@ -306,16 +311,36 @@ mod tests {
     }
 
     #[test]
-    fn a_site_leaving_stops_upfront_training_and_is_named() {
+    fn a_site_leaving_is_repaired_and_named_and_below_t_stops_naming_it() {
+        // 4 sites, t = 3: the first departure is repaired, the study goes on with S = 3.
         let outcome = run(&fields(12), vec![ScriptedDeparture::on_state(2, 5)]);
+        assert_eq!(outcome.stop, StopReason::Completed { iterations: 12 }, "{}", outcome.stop);
+        let lines = repair_lines(&outcome.repairs, |id| format!("Lab {id}"));
+        assert_eq!(lines.len(), 1);
+        let site = outcome.repairs[0].left[0].site;
+        assert!(
+            lines[0].starts_with(&format!(
+                "Zero-sum repair: Lab {site} (site {site}) left the room in iteration 5"
+            )),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].contains("with S = 3"), "{}", lines[0]);
+        assert_eq!(Progress::of(&outcome.records, 12).done, 12);
+
+        // A second departure leaves 2 < t: the study stops, naming the site and the iteration.
+        let outcome = run(
+            &fields(12),
+            vec![ScriptedDeparture::on_state(2, 5), ScriptedDeparture::on_state(3, 8)],
+        );
         let StopReason::ZeroSumBroken { site, iteration, completed, .. } = &outcome.stop else {
             panic!("{}", outcome.stop)
         };
-        assert_eq!((*iteration, *completed), (5, 4));
-        assert_eq!(outcome.records.len(), 4, "the records stop with the last completed iteration");
+        assert_eq!((*iteration, *completed), (8, 7));
+        assert_eq!(outcome.records.len(), 7, "the records stop with the last completed iteration");
         let text = stop_text(&outcome.stop, |id| format!("Lab {id}"));
         assert!(text.starts_with(&format!("Lab {site} (site {site}): site {site} ")), "{text}");
-        assert_eq!(Progress::of(&outcome.records, 12).done, 4);
+        assert_eq!(Progress::of(&outcome.records, 12).done, 7);
     }
 
     #[test]

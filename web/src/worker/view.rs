@@ -120,7 +120,10 @@ pub fn phase_text(computation: &str, phase: IterSitePhase) -> String {
         IterSitePhase::Iterating { released } => {
             format!("Released the noisy {what} of iteration {released}")
         }
-        IterSitePhase::Excluded => "Not in the upfront noise sum: waiting for the end".into(),
+        IterSitePhase::Repairing { from_iteration, .. } => format!(
+            "Zero-sum repair: a site left; summing fresh noise for iterations {from_iteration} on"
+        ),
+        IterSitePhase::Excluded => "Not in the noise sum: waiting for the end".into(),
         IterSitePhase::Done => "Done".into(),
         IterSitePhase::Declined => "Declined: nothing but the refusal was sent".into(),
         IterSitePhase::NotInvited => "Not invited to this study".into(),

@@ -267,6 +267,7 @@ fn IcaLiveView(live: IcaLive, study: DashboardStudy, tighten: Callback<()>) -> i
         <div class="live-study study-focus" data-testid="ica-live" data-number=live.number data-stage=live.stage.clone() data-finished=finished.to_string()>
             <h3>{format!("Study {} · {} · {}", live.number, live.stage, mode_text(live.form.mode))}</h3>
             <p class=if not_run { "live-phase callout callout-warn" } else { "live-phase" } data-testid="ica-phase" data-not-run=not_run.to_string()>{live.phase.clone()}</p>
+            {live.repairs.iter().map(|r| view! { <p class="callout callout-warn" data-testid="ica-repair">{r.clone()}</p> }).collect_view()}
             {(!not_run).then(|| view! {
                 <div data-testid="ica-progress" data-done=done data-total=total>
                     <p class="muted">

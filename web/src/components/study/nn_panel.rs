@@ -18,7 +18,7 @@ use crate::study_driver::target::EpsilonScope;
 use crate::study_view::compare::nn_comparison_chart;
 use crate::study_view::nn::{
     NnRecord, Progress, epsilon_chart, final_accuracy, final_epsilon_spent, guarantee_bounds,
-    guarantee_lines, stop_text, training_chart,
+    guarantee_lines, repair_lines, stop_text, training_chart,
 };
 
 #[component]
@@ -153,6 +153,7 @@ fn NnLiveView(live: NnLive, study: DashboardStudy) -> impl IntoView {
     view! {
         <div class="live-study study-focus" data-testid="nn-live">
             <p class="live-phase" data-testid="nn-phase">{live.phase.clone()}</p>
+            {live.repairs.iter().map(|r| view! { <p class="callout callout-warn" data-testid="nn-repair">{r.clone()}</p> }).collect_view()}
             <TrainingView records=live.records.clone() total chance=live.chance delta=live.params.delta stem=format!("capelab-nn-live-{}", live.number) id_suffix="live".to_owned() />
             {(!live.refusals.is_empty()).then(|| view! {
                 <p class="muted small">"Refused inputs: " {live.refusals.join("; ")}</p>
@@ -212,6 +213,7 @@ fn NnRoundView(round: NnFinished) -> impl IntoView {
         .map(|d| format!("{} declined: {}", round.name(d.site), d.reason))
         .collect::<Vec<_>>();
     let completed = matches!(o.stop, capelab_core::study::iterative::StopReason::Completed { .. });
+    let repairs = repair_lines(&o.repairs, |id| round.name(id));
     let epsilon = o.privacy.as_ref().map_or(f64::NAN, |p| p.epsilon);
     let bounds = o.privacy.as_ref().and_then(guarantee_bounds);
     let (pld, rdp) = bounds.map_or((f64::NAN, f64::NAN), |b| (b.pld, b.rdp));
@@ -220,6 +222,7 @@ fn NnRoundView(round: NnFinished) -> impl IntoView {
         <div class="round-result study-focus" data-testid="nn-result" data-round=round.number data-completed=completed.to_string() data-iterations=o.iterations>
             <h3>{format!("Training {} · {} · {} sites", round.number, o.params.mode.name(), o.contributors.len())}</h3>
             <p class=if completed { "callout callout-ok" } else { "callout callout-warn" } data-testid="nn-stop">{stop}</p>
+            {repairs.into_iter().map(|r| view! { <p class="callout callout-warn" data-testid="nn-repair">{r}</p> }).collect_view()}
             {declined.into_iter().map(|d| view! { <p class="callout callout-warn" data-testid="nn-declined">{d}</p> }).collect_view()}
             <div class="callout" data-testid="nn-guarantee" data-epsilon=epsilon data-pld=pld data-rdp=rdp data-bound=bound>
                 {if guarantee.is_empty() {

@@ -3,10 +3,35 @@ The aggregator role of an iterative study (the dashboard): invites the sites, ru
 SecureAgg run (upfront mode), then per iteration broadcasts the state, collects one release per
 contributing site, averages and steps ([`AggregatorStep::update`]).
 
-A site of U that leaves (or declines, or goes silent past the deadline) after the upfront run
-breaks the zero sum of every later iteration: the study stops there with
-[`StopReason::ZeroSumBroken`], keeping the state reached. In conventional and non-private mode
-the others go on while at least t remain.
+# The repair path
+A site of U that leaves (or declines, or goes silent past the deadline) after a SecureAgg run of
+the zero-sum noise breaks Σ_{s∈U} e_s = 0 for every later iteration. The spec's answer (spec
+cape-secagg-pca-djica §2, Remark 4: "the round must then be re-run among the survivors", with
+S = |U| in e_s and τ_g²) is a **zero-sum repair**:
+1. If the site's release of the running iteration j was in, j completes (its share is in) and
+   the repair covers iterations j + 1 … J_max. If not, j cannot complete: the releases of j that
+   arrived are discarded (not averaged; each stays on its site's ledger, once) and the repair
+   covers j … J_max, so j is redone. Records and the state advance once per iteration.
+2. With R sites left: if R < t (the study's SecureAgg threshold) the study stops with
+   [`StopReason::ZeroSumBroken`], naming the site, the iteration and R. Otherwise the aggregator
+   broadcasts `iter/repair` (the iterations it covers, the survivors, who left) and runs a fresh
+   SecureAgg among the survivors, threshold t, over their fresh ê_s of (J_max − from + 1) × len
+   values; each survivor splits its e_s exactly among the run's U′.
+3. The study goes on with S′ = |U′|: a release carries f_s + e_s + g_s with Var(e_s) =
+   (1 − 1/S′)τ² and g_s ~ N(0, τ²/S′), so each message still carries τ² and the average
+   τ²/S′² (instead of τ²/S²); each release is accounted with the full-view c_S of S′
+   (S_C = ⌈S′/3⌉ − 1) instead of that of S. A departure inside the repair run is handled by
+   SecureAgg (U′ shrinks, at least t); one after it starts another repair.
+
+What changes for privacy: the departed site's releases were made under the old U and keep their
+guarantee (nothing it sent is used again, the fresh run is independent of its data); each
+survivor's later releases are charged at c_S(S′) by its own ledger, plus any discarded release
+at c_S(S). [`IterativePrivacy`] composes, per view, the releases of the site that made the most
+(exactly: Gaussian releases compose through Σ c_S/z²). Every repair is in
+[`IterativeOutcome::repairs`] (who left, at which iteration, the new S).
+
+In conventional and non-private mode there is no zero sum: the others go on while at least t
+remain.
 */
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,7 +50,8 @@ use crate::wire::{ParticipantId, To};
 use super::error::IterativeError;
 use super::messages::{IterBody, IterMessage, kind};
 use super::outcome::{
-    IterationRecord, IterativeOutcome, IterativePrivacy, SiteDecline, StopReason,
+    IterationRecord, IterativeOutcome, IterativePrivacy, Repair, SiteDecline, SiteDeparture,
+    StopReason,
 };
 use super::params::{IterativeConfigError, IterativeParams, NoiseMode};
 use super::site::wrap_secagg;
@@ -36,7 +62,14 @@ use super::step::{AggregatorStep, Update};
 pub enum IterAggregatorPhase {
     Inviting,
     Summing(Option<secagg::Phase>),
-    Iterating { iteration: u32 },
+    /// A zero-sum repair run for the noise of iterations `from_iteration` on.
+    Repairing {
+        from_iteration: u32,
+        round: Option<secagg::Phase>,
+    },
+    Iterating {
+        iteration: u32,
+    },
     Finished,
 }
 
@@ -60,10 +93,26 @@ pub struct IterativeAggregator<U: AggregatorStep> {
     records: Vec<IterationRecord<U::Report>>,
     /// A site's ledger for this study alone, replayed here for the per-iteration ε.
     mirror: Option<Ledger>,
-    /// Upfront mode: a site of U that left after releasing the running iteration (which can
-    /// still complete), and how it left. The study stops after this iteration.
-    broken: Option<(ParticipantId, String)>,
+    /// Upfront mode: |U| of the SecureAgg run whose noise the iterations now carry.
+    run_size: usize,
+    /// Upfront mode: sites of U that left after releasing the running iteration (which can
+    /// still complete); a repair starts after it.
+    pending: Vec<SiteDeparture>,
+    /// Every release received, per site: the |U| it was made under (for the accounting; a
+    /// discarded release counts too, it was made).
+    releases_by_site: BTreeMap<ParticipantId, Vec<usize>>,
+    repairs: Vec<Repair>,
+    /// The iteration whose releases the running repair discarded.
+    discarding: Option<Discarding>,
     state: State<U::Report, U::State>,
+}
+
+/// An iteration whose releases a repair discarded: late ones are taken silently (their sites
+/// recorded them) and the mirror ledger records one of them.
+struct Discarding {
+    iteration: u32,
+    run_size: usize,
+    mirrored: bool,
 }
 
 enum State<R, S> {
@@ -73,6 +122,9 @@ enum State<R, S> {
     },
     Summing {
         secagg: Box<secagg::Aggregator>,
+        /// The first iteration the run's noise covers (1 for the upfront run).
+        from: u32,
+        repair: bool,
     },
     Iterating {
         iteration: u32,
@@ -132,7 +184,11 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             current,
             records: Vec::new(),
             mirror,
-            broken: None,
+            run_size: 0,
+            pending: Vec::new(),
+            releases_by_site: BTreeMap::new(),
+            repairs: Vec::new(),
+            discarding: None,
             state: State::Inviting { deadline: now_ms.saturating_add(round_timeout_ms), waiting },
         };
         Ok((aggregator, vec![start]))
@@ -159,10 +215,25 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
         &self.records
     }
 
+    /// The zero-sum repairs so far (the last one may be running: [`Repair::done`]).
+    pub fn repairs(&self) -> &[Repair] {
+        &self.repairs
+    }
+
+    /// The sites whose releases the next iteration averages (U of the last noise run).
+    pub fn contributors(&self) -> &[ParticipantId] {
+        &self.contributors
+    }
+
     pub fn phase(&self) -> IterAggregatorPhase {
         match &self.state {
             State::Inviting { .. } => IterAggregatorPhase::Inviting,
-            State::Summing { secagg } => IterAggregatorPhase::Summing(secagg.phase()),
+            State::Summing { secagg, repair: false, .. } => {
+                IterAggregatorPhase::Summing(secagg.phase())
+            }
+            State::Summing { secagg, from, repair: true } => {
+                IterAggregatorPhase::Repairing { from_iteration: *from, round: secagg.phase() }
+            }
             State::Iterating { iteration, .. } => {
                 IterAggregatorPhase::Iterating { iteration: *iteration }
             }
@@ -180,7 +251,7 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
     pub fn poll_timeout(&self) -> Option<u64> {
         match &self.state {
             State::Inviting { deadline, .. } | State::Iterating { deadline, .. } => Some(*deadline),
-            State::Summing { secagg } => secagg.poll_timeout(),
+            State::Summing { secagg, .. } => secagg.poll_timeout(),
             State::Finished(_) => None,
         }
     }
@@ -218,14 +289,18 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             (State::Inviting { .. }, IterBody::Accept | IterBody::Decline { .. }) => {
                 Err(IterativeError::Duplicate { from, kind: got })
             }
-            (State::Summing { secagg }, IterBody::SecAgg(message)) => {
+            (State::Summing { secagg, .. }, IterBody::SecAgg(message)) => {
                 let out = secagg.handle(now_ms, from, &message)?;
                 Ok(self.after_secagg(now_ms, out))
             }
-            (State::Summing { secagg }, IterBody::Decline { reason }) => {
+            (State::Summing { secagg, from: first, repair }, IterBody::Decline { reason }) => {
+                let iteration = if *repair { *first } else { 0 };
                 let out = secagg.handle_departure(now_ms, from)?;
-                self.declined.push(SiteDecline { site: from, iteration: 0, reason });
+                self.declined.push(SiteDecline { site: from, iteration, reason });
                 Ok(self.after_secagg(now_ms, out))
+            }
+            (State::Summing { .. }, IterBody::Release { iteration: j, .. }) => {
+                self.late_release(from, j, got)
             }
             (
                 State::Iterating { iteration, waiting, releases, .. },
@@ -263,12 +338,13 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
                 }
                 waiting.remove(&from);
                 releases.insert(from, values);
+                self.releases_by_site.entry(from).or_default().push(self.run_size);
                 Ok(self.close_iteration(now_ms, false))
             }
             (State::Iterating { iteration, .. }, IterBody::Decline { reason }) => {
                 let iteration = *iteration;
                 self.declined.push(SiteDecline { site: from, iteration, reason });
-                Ok(self.lose_site(now_ms, from, "declined"))
+                Ok(self.lose_sites(now_ms, vec![(from, "declined".into())]))
             }
             (_, body) => {
                 Err(IterativeError::WrongPhase { phase: self.phase_name(), got: body.kind(), from })
@@ -289,11 +365,13 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
                 waiting.remove(&who);
                 Ok(self.advance_invitation(now_ms, false))
             }
-            State::Summing { secagg } => {
+            State::Summing { secagg, .. } => {
                 let out = secagg.handle_departure(now_ms, who)?;
                 Ok(self.after_secagg(now_ms, out))
             }
-            State::Iterating { .. } => Ok(self.lose_site(now_ms, who, "left the room")),
+            State::Iterating { .. } => {
+                Ok(self.lose_sites(now_ms, vec![(who, "left the room".into())]))
+            }
             State::Finished(_) => Ok(Vec::new()),
         }
     }
@@ -303,7 +381,7 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             State::Inviting { deadline, .. } if now_ms >= *deadline => {
                 Ok(self.advance_invitation(now_ms, true))
             }
-            State::Summing { secagg } => {
+            State::Summing { secagg, .. } => {
                 let out = secagg.handle_timeout(now_ms)?;
                 Ok(self.after_secagg(now_ms, out))
             }
@@ -351,7 +429,7 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
                     .with_round_timeout_ms(self.round_timeout_ms)
                     .with_retain_masked_inputs(false);
                 let (secagg, begin) = secagg::Aggregator::start(config, &mut self.rng, now_ms);
-                self.state = State::Summing { secagg: Box::new(secagg) };
+                self.state = State::Summing { secagg: Box::new(secagg), from: 1, repair: false };
                 wrap_secagg::<U::Task, U::State>(self.study, begin)
             }
             Err(e) => self.finish(now_ms, StopReason::SecAgg { message: e.to_string() }),
@@ -360,33 +438,185 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
 
     fn after_secagg(&mut self, now_ms: u64, out: Vec<Outgoing>) -> Vec<Outgoing> {
         let mut sends = wrap_secagg::<U::Task, U::State>(self.study, out);
-        let State::Summing { secagg } = &self.state else { return sends };
+        let State::Summing { secagg, from, repair } = &self.state else { return sends };
+        let (from, repair) = (*from, *repair);
         let Some(end) = secagg.outcome().map(|o| o.cloned().map_err(Clone::clone)) else {
             return sends;
         };
         match end {
             Ok(aggregate) => {
                 self.contributors = aggregate.survivors;
-                let gone = self.contributors.iter().copied().find(|s| self.departed.contains(s));
-                match gone {
-                    // Its ê is in the sum but it will never release: nothing can cancel.
-                    Some(site) => sends.extend(self.finish(
-                        now_ms,
-                        StopReason::ZeroSumBroken {
-                            site,
-                            iteration: 1,
-                            completed: 0,
-                            cause: "left the room before iteration 1".into(),
-                        },
-                    )),
-                    None => sends.extend(self.begin_iteration(now_ms, 1)),
+                self.run_size = self.contributors.len();
+                self.discarding = None;
+                if repair && let Some(last) = self.repairs.last_mut() {
+                    // Sites the run dropped (SecureAgg: U′ shrinks, at least t) left too.
+                    for site in last.contributors.clone() {
+                        if !self.contributors.contains(&site) {
+                            last.left.push(SiteDeparture {
+                                site,
+                                iteration: from,
+                                cause: format!(
+                                    "dropped out of the repair run before iteration {from}"
+                                ),
+                            });
+                        }
+                    }
+                    last.contributors = self.contributors.clone();
+                    last.sites_after = self.contributors.len();
+                    last.done = true;
                 }
+                // Its ê is in the sum but it will never release: repair before iteration `from`.
+                let gone: Vec<ParticipantId> = self
+                    .contributors
+                    .iter()
+                    .copied()
+                    .filter(|s| self.departed.contains(s))
+                    .collect();
+                if gone.is_empty() {
+                    sends.extend(self.begin_iteration(now_ms, from));
+                } else {
+                    self.pending = gone
+                        .into_iter()
+                        .map(|site| SiteDeparture {
+                            site,
+                            iteration: from - 1,
+                            cause: format!("left the room before iteration {from}"),
+                        })
+                        .collect();
+                    sends.extend(self.start_repair(now_ms, from, Vec::new()));
+                }
+            }
+            Err(error) if repair => {
+                let completed = self.completed();
+                let message = error.to_string();
+                sends.extend(self.finish(
+                    now_ms,
+                    StopReason::RepairFailed { iteration: from, completed, message },
+                ))
             }
             Err(error) => {
                 sends.extend(self.finish(now_ms, StopReason::SecAgg { message: error.to_string() }))
             }
         }
         sends
+    }
+
+    // -- the repair ------------------------------------------------------------------------------
+
+    /// The survivors run a fresh SecureAgg for the noise of iterations `from..=J_max`, or the
+    /// study stops if fewer than t remain. The departures are in `self.pending`; `discarded`
+    /// are the sites whose release of the iteration in flight will not be averaged.
+    fn start_repair(
+        &mut self,
+        now_ms: u64,
+        from: u32,
+        discarded: Vec<ParticipantId>,
+    ) -> Vec<Outgoing> {
+        let left = std::mem::take(&mut self.pending);
+        let gone: BTreeSet<ParticipantId> = left.iter().map(|d| d.site).collect();
+        let survivors: Vec<ParticipantId> = self
+            .contributors
+            .iter()
+            .copied()
+            .filter(|s| !gone.contains(s) && !self.departed.contains(s))
+            .collect();
+        let before = self.run_size;
+        let completed = self.completed();
+        let need = self.params.threshold;
+        if survivors.len() < need {
+            let first = left.first().cloned().unwrap_or(SiteDeparture {
+                site: 0,
+                iteration: from,
+                cause: "left".into(),
+            });
+            let reason = StopReason::ZeroSumBroken {
+                site: first.site,
+                iteration: from,
+                completed,
+                cause: first.cause,
+                remaining: survivors.len(),
+                need,
+            };
+            return self.finish(now_ms, reason);
+        }
+        self.contributors = survivors.clone();
+        if discarded.iter().any(|s| survivors.contains(s)) {
+            self.mirror_discarded();
+        }
+        let left_ids: Vec<ParticipantId> = left.iter().map(|d| d.site).collect();
+        self.repairs.push(Repair {
+            left,
+            from_iteration: from,
+            sites_before: before,
+            sites_after: survivors.len(),
+            contributors: survivors.clone(),
+            discarded,
+            done: false,
+        });
+        let config = self
+            .params
+            .format()
+            .and_then(|format| self.params.secagg_params_from(survivors.clone(), format, from))
+            .and_then(|p| AggregatorConfig::new(p).map_err(IterativeConfigError::SecAgg));
+        match config {
+            Ok(config) => {
+                let config = config
+                    .with_round_timeout_ms(self.round_timeout_ms)
+                    .with_retain_masked_inputs(false);
+                let (secagg, begin) = secagg::Aggregator::start(config, &mut self.rng, now_ms);
+                self.state = State::Summing { secagg: Box::new(secagg), from, repair: true };
+                let announce =
+                    IterBody::Repair { from_iteration: from, sites: survivors, left: left_ids };
+                let mut out = vec![self.broadcast(announce)];
+                out.extend(wrap_secagg::<U::Task, U::State>(self.study, begin));
+                out
+            }
+            Err(e) => self.finish(
+                now_ms,
+                StopReason::RepairFailed { iteration: from, completed, message: e.to_string() },
+            ),
+        }
+    }
+
+    /// A release that arrived during a repair run: of the discarded iteration from a survivor it
+    /// is taken silently (the site recorded it; it is not averaged), anything else is refused.
+    fn late_release(
+        &mut self,
+        from: ParticipantId,
+        iteration: u32,
+        got: &'static str,
+    ) -> Result<Vec<Outgoing>, IterativeError> {
+        let phase = self.phase_name();
+        let Some(discarding) = self.discarding.as_ref().filter(|d| d.iteration == iteration) else {
+            return Err(IterativeError::WrongPhase { phase, got, from });
+        };
+        let run_size = discarding.run_size;
+        let Some(repair) = self.repairs.last_mut() else {
+            return Err(IterativeError::WrongPhase { phase, got, from });
+        };
+        if repair.discarded.contains(&from) {
+            return Err(IterativeError::Duplicate { from, kind: got });
+        }
+        if !repair.contributors.contains(&from) {
+            return Err(IterativeError::WrongPhase { phase, got, from });
+        }
+        repair.discarded.push(from);
+        self.releases_by_site.entry(from).or_default().push(run_size);
+        self.mirror_discarded();
+        Ok(Vec::new())
+    }
+
+    /// The mirror ledger records one discarded release (a survivor made it), once per repair.
+    fn mirror_discarded(&mut self) {
+        let Some(d) = self.discarding.as_mut().filter(|d| !d.mirrored) else { return };
+        d.mirrored = true;
+        let (iteration, run_size) = (d.iteration, d.run_size);
+        let c_s = self.params.collusion_factor(run_size);
+        let label = format!("iter/{iteration} (not averaged)");
+        if let (Ok(event), Some(mirror)) = (self.params.event(label, 1, c_s), self.mirror.as_mut())
+        {
+            let _ = mirror.try_spend(Release::new("mirror", event, 0));
+        }
     }
 
     // -- the iterations --------------------------------------------------------------------------
@@ -401,46 +631,59 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
         vec![self.broadcast(IterBody::State { iteration, state: self.current.clone() })]
     }
 
-    /// A contributing site is gone (left, declined, or silent past the deadline).
-    fn lose_site(&mut self, now_ms: u64, site: ParticipantId, cause: &str) -> Vec<Outgoing> {
-        let State::Iterating { iteration, waiting, .. } = &mut self.state else {
+    /// Contributing sites are gone (left, declined, or silent past the deadline), each with
+    /// how.
+    fn lose_sites(&mut self, now_ms: u64, lost: Vec<(ParticipantId, String)>) -> Vec<Outgoing> {
+        let State::Iterating { iteration, waiting, releases, .. } = &mut self.state else {
             return Vec::new();
         };
-        if !self.contributors.contains(&site) {
+        let iteration = *iteration;
+        let lost: Vec<(ParticipantId, String)> = lost
+            .into_iter()
+            .filter(|(s, _)| {
+                self.contributors.contains(s) && !self.pending.iter().any(|d| d.site == *s)
+            })
+            .collect();
+        if lost.is_empty() {
             return Vec::new();
         }
-        let iteration = *iteration;
-        let released = !waiting.remove(&site);
-        if self.params.mode == NoiseMode::Upfront && released {
-            // Its release of this iteration is in: the iteration can still complete, but no
-            // later one can.
-            if self.broken.is_none() {
-                self.broken =
-                    Some((site, format!("{cause} after releasing iteration {iteration}")));
+        if self.params.mode != NoiseMode::Upfront {
+            for (site, _) in &lost {
+                waiting.remove(site);
+            }
+            self.contributors.retain(|s| !lost.iter().any(|(l, _)| l == s));
+            let need = self.params.threshold;
+            if self.contributors.len() < need {
+                let reason = StopReason::TooFewSites {
+                    iteration,
+                    completed: iteration - 1,
+                    remaining: self.contributors.len(),
+                    need,
+                };
+                return self.finish(now_ms, reason);
             }
             return self.close_iteration(now_ms, false);
         }
-        if self.params.mode == NoiseMode::Upfront {
-            let reason = StopReason::ZeroSumBroken {
-                site,
-                iteration,
-                completed: iteration - 1,
-                cause: format!("{cause} in iteration {iteration}"),
+        let mut all_released = true;
+        for (site, cause) in lost {
+            let released = !waiting.remove(&site);
+            all_released &= released;
+            let cause = if released {
+                format!("{cause} after releasing iteration {iteration}")
+            } else {
+                format!("{cause} in iteration {iteration}")
             };
-            return self.finish(now_ms, reason);
+            self.pending.push(SiteDeparture { site, iteration, cause });
         }
-        self.contributors.retain(|s| *s != site);
-        let need = self.params.threshold;
-        if self.contributors.len() < need {
-            let reason = StopReason::TooFewSites {
-                iteration,
-                completed: iteration - 1,
-                remaining: self.contributors.len(),
-                need,
-            };
-            return self.finish(now_ms, reason);
+        if all_released {
+            // Their releases of this iteration are in: it can still complete; the repair
+            // covers the next one on.
+            return self.close_iteration(now_ms, false);
         }
-        self.close_iteration(now_ms, false)
+        // This iteration cannot complete: the releases in are not averaged, it is redone.
+        let discarded: Vec<ParticipantId> = std::mem::take(releases).into_keys().collect();
+        self.discarding = Some(Discarding { iteration, run_size: self.run_size, mirrored: false });
+        self.start_repair(now_ms, iteration, discarded)
     }
 
     fn close_iteration(&mut self, now_ms: u64, deadline_passed: bool) -> Vec<Outgoing> {
@@ -452,15 +695,8 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             if !deadline_passed {
                 return Vec::new();
             }
-            let silent: Vec<ParticipantId> = waiting.iter().copied().collect();
-            let mut out = Vec::new();
-            for site in silent {
-                out.extend(self.lose_site(now_ms, site, "went silent"));
-                if matches!(self.state, State::Finished(_)) {
-                    break;
-                }
-            }
-            return out;
+            let silent = waiting.iter().map(|s| (*s, "went silent".to_string())).collect();
+            return self.lose_sites(now_ms, silent);
         }
         let releases = std::mem::take(releases);
         if releases.is_empty() {
@@ -496,14 +732,8 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
         if iteration >= self.params.max_iterations {
             return self.finish(now_ms, StopReason::Completed { iterations: iteration });
         }
-        if let Some((site, cause)) = self.broken.take() {
-            let reason = StopReason::ZeroSumBroken {
-                site,
-                iteration: iteration + 1,
-                completed: iteration,
-                cause,
-            };
-            return self.finish(now_ms, reason);
+        if !self.pending.is_empty() {
+            return self.start_repair(now_ms, iteration + 1, Vec::new());
         }
         self.begin_iteration(now_ms, iteration + 1)
     }
@@ -511,11 +741,15 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
     /// Records one iteration's release in the mirror ledger; its ε after.
     fn mirror_spend(&mut self, iteration: u32, contributors: usize) -> Option<f64> {
         let u = match self.params.mode {
-            NoiseMode::Upfront => self.contributors.len(),
+            NoiseMode::Upfront => self.run_size,
             _ => contributors,
         };
         let c_s = self.params.collusion_factor(u);
-        let event = self.params.event(format!("iter/{iteration}"), 1, c_s).ok()?;
+        let label = match self.repairs.len() {
+            0 => format!("iter/{iteration}"),
+            r => format!("iter/{iteration} (repair {r})"),
+        };
+        let event = self.params.event(label, 1, c_s).ok()?;
         let mirror = self.mirror.as_mut()?;
         let release = Release::new("mirror", event, 0);
         mirror.try_spend(release).ok().map(|e| e.epsilon_after)
@@ -523,8 +757,13 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
 
     // -- the end ---------------------------------------------------------------------------------
 
+    /// The last completed iteration (0 if none).
+    fn completed(&self) -> u32 {
+        self.records.last().map_or(0, |r| r.iteration)
+    }
+
     fn finish(&mut self, now_ms: u64, stop: StopReason) -> Vec<Outgoing> {
-        let iterations = self.records.last().map_or(0, |r| r.iteration);
+        let iterations = self.completed();
         let privacy = self.privacy(iterations);
         let end =
             IterBody::End { iterations, state: self.current.clone(), reason: stop.to_string() };
@@ -534,6 +773,7 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             accepted: self.accepted.iter().copied().collect(),
             declined: self.declined.clone(),
             contributors: self.contributors.clone(),
+            repairs: self.repairs.clone(),
             records: self.records.clone(),
             iterations,
             final_state: self.current.clone(),
@@ -545,39 +785,84 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
         vec![self.broadcast(end)]
     }
 
-    /// ε of `iterations` releases per site under each view; `None` when non-private or none ran.
+    /// ε of the releases per site under each view; `None` when non-private or none was made.
+    /// Upfront: per view, the site whose releases add up to the largest Σ c_S (each at the c_S
+    /// of its own U: a departed site's at the old U, a survivor's after a repair at the new).
     fn privacy(&self, iterations: u32) -> Option<IterativePrivacy> {
-        if iterations == 0 || !self.params.mode.is_private() {
+        if !self.params.mode.is_private() {
             return None;
         }
-        let (z, delta, j) = (self.params.noise_multiplier, self.params.delta, iterations as usize);
+        let (z, delta) = (self.params.noise_multiplier, self.params.delta);
         let views = match self.params.mode {
             NoiseMode::Upfront => {
-                let full = Collusion::default_for(self.contributors.len()).ok()?;
-                let alone = Collusion::new(self.contributors.len(), 0).ok()?;
-                vec![
-                    account("aggregator alone (S_C = 0)", z, j, delta, c_s_closed_form(&alone)),
-                    account(
-                        &format!("full adversary view (S_C = {})", full.colluders()),
-                        z,
-                        j,
-                        delta,
-                        c_s_full_view(&full),
+                let alone = |u: usize| Collusion::new(u, 0).ok().map(|c| c_s_closed_form(&c));
+                let full = |u: usize| Collusion::default_for(u).ok().map(|c| c_s_full_view(&c));
+                let mut colluders: Vec<usize> = Vec::new();
+                for u in self.releases_by_site.values().flatten() {
+                    let c = Collusion::default_for(*u).ok()?.colluders();
+                    if !colluders.contains(&c) {
+                        colluders.push(c);
+                    }
+                }
+                let s_c: Vec<String> = colluders.iter().map(usize::to_string).collect();
+                let full_label = match s_c.len() {
+                    0 | 1 => format!("full adversary view (S_C = {})", s_c.join("")),
+                    _ => format!(
+                        "full adversary view (S_C = {}: ⌈|U|/3⌉ − 1 of each noise run)",
+                        s_c.join(", then ")
                     ),
+                };
+                vec![
+                    self.worst_site_account("aggregator alone (S_C = 0)", &alone)?,
+                    self.worst_site_account(&full_label, &full)?,
                 ]
             }
-            _ => vec![account("aggregator (conventional releases)", z, j, delta, 1.0)],
+            _ => {
+                if iterations == 0 {
+                    return None;
+                }
+                let j = iterations as usize;
+                vec![account("aggregator (conventional releases)", z, j, delta, 1.0).ok()?]
+            }
         };
-        let views: Vec<_> = views.into_iter().collect::<Result<_, _>>().ok()?;
         let worst = views.iter().max_by(|a, b| a.epsilon_exact.total_cmp(&b.epsilon_exact))?;
+        let releases = match self.params.mode {
+            NoiseMode::Upfront => {
+                self.releases_by_site.values().map(Vec::len).max().unwrap_or(0) as u32
+            }
+            _ => iterations,
+        };
         Some(IterativePrivacy {
             iterations,
+            releases,
             delta,
             noise_multiplier: z,
             epsilon: worst.epsilon_exact,
             guarantee_view: worst.view.clone(),
             views,
         })
+    }
+
+    /// The view's account of the site whose releases add up to the largest Σ c_S: exact, since
+    /// Gaussian releases at multiplier z compose through Σ c_S/z² (RDP and the exact Gaussian
+    /// composition alike), so n releases at their mean c_S give the same ε.
+    fn worst_site_account(
+        &self,
+        view: &str,
+        c_s: &dyn Fn(usize) -> Option<f64>,
+    ) -> Option<crate::nn::ViewAccount> {
+        let mut worst: Option<(f64, usize, f64)> = None;
+        for sizes in self.releases_by_site.values().filter(|v| !v.is_empty()) {
+            let cs: Vec<f64> = sizes.iter().map(|u| c_s(*u)).collect::<Option<_>>()?;
+            let sum: f64 = cs.iter().sum();
+            let uniform = sizes.iter().all(|u| *u == sizes[0]);
+            let mean = if uniform { cs[0] } else { sum / cs.len() as f64 };
+            if worst.is_none_or(|(s, _, _)| sum > s) {
+                worst = Some((sum, cs.len(), mean));
+            }
+        }
+        let (_, n, mean) = worst?;
+        account(view, self.params.noise_multiplier, n, self.params.delta, mean).ok()
     }
 
     fn broadcast(&self, body: IterBody<U::Task, U::State>) -> Outgoing {
@@ -588,7 +873,8 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
     fn phase_name(&self) -> &'static str {
         match &self.state {
             State::Inviting { .. } => "the invitation",
-            State::Summing { .. } => "the upfront SecureAgg run",
+            State::Summing { repair: false, .. } => "the upfront SecureAgg run",
+            State::Summing { repair: true, .. } => "a zero-sum repair run",
             State::Iterating { .. } => "an iteration",
             State::Finished(_) => "the end of the study",
         }

@@ -1,7 +1,8 @@
 /*!
 The iterative study's messages. Every payload is an [`IterMessage`] (the study id and one
 [`IterBody`], postcard, [`crate::codec`]); SecureAgg's messages of the upfront run travel wrapped
-in [`IterBody::SecAgg`] under their own `secagg/…` kind, as in the mean study.
+in [`IterBody::SecAgg`] under their own `secagg/…` kind, as in the mean study; so do those of a
+zero-sum repair run, announced by [`IterBody::Repair`].
 */
 
 use serde::{Deserialize, Serialize};
@@ -9,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::codec;
 use crate::study::StudyId;
 use crate::study::mean::messages::secagg_kind;
+use crate::wire::ParticipantId;
 
 use super::params::IterativeParams;
 
@@ -26,6 +28,10 @@ pub mod kind {
     pub const RELEASE: &str = "iter/release";
     /// Aggregator → all: the study ended; the final state and why.
     pub const END: &str = "iter/end";
+    /// Aggregator → all: sites of U left after a SecureAgg run; the survivors named here run a
+    /// fresh SecureAgg for the zero-sum noise of the iterations still to come (its
+    /// `secagg/begin` follows).
+    pub const REPAIR: &str = "iter/repair";
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -64,6 +70,15 @@ pub enum IterBody<T, S> {
         state: S,
         reason: String,
     },
+    /// The zero-sum repair (spec cape-secagg-pca-djica §2, Remark 4: a drop after Algorithm 1
+    /// is repaired by re-running it among the survivors): `sites` run a fresh SecureAgg over
+    /// their ê_s of iterations `from_iteration..=J_max`, and iteration `from_iteration` is the
+    /// next one (redone when it was in flight). `left` are the sites that left U.
+    Repair {
+        from_iteration: u32,
+        sites: Vec<ParticipantId>,
+        left: Vec<ParticipantId>,
+    },
 }
 
 impl<T, S> IterBody<T, S> {
@@ -76,6 +91,7 @@ impl<T, S> IterBody<T, S> {
             IterBody::State { .. } => kind::STATE,
             IterBody::Release { .. } => kind::RELEASE,
             IterBody::End { .. } => kind::END,
+            IterBody::Repair { .. } => kind::REPAIR,
         }
     }
 }

@@ -14,6 +14,7 @@ what is computed ([`SiteStep`], [`AggregatorStep`]).
 | answer | `iter/accept`, or `iter/decline` + reason | |
 | upfront noise (upfront mode only) | SecureAgg's messages over ê_s of all J_max iterations | SecureAgg's (`secagg/begin` … `secagg/result`: Σ_{s∈U} ê_s and U) |
 | iteration j = 1, 2, … | `iter/release`: f_s(θ_{j−1}) + noise | `iter/state`: j and θ_{j−1} |
+| zero-sum repair (a site of U left) | SecureAgg's messages over fresh ê_s of iterations j′ … J_max (or `iter/decline`) | `iter/repair`: j′, the survivors, who left; then SecureAgg's |
 | end | | `iter/end`: iterations, the state reached, why |
 
 **Noise** ([`NoiseMode`]). *Upfront*, the spec's suggestion "all noise from one SecureAgg run when
@@ -24,20 +25,28 @@ g_s ~ N(0, τ²/|U|): Σ_{s∈U} e_s(j) = 0 exactly, so the average carries nois
 per coordinate while every message carries τ². *Conventional*: f_s + N(0, τ²), average variance
 τ²/|U|. *Non-private*: f_s itself, for comparison (a site takes part only if its settings allow).
 
-**Dropouts.** Inside the upfront SecureAgg run SecureAgg handles them (U shrinks, at least t). A
-site of U that leaves, declines or goes silent afterwards breaks the zero sum of every later
-iteration: the study stops with [`StopReason::ZeroSumBroken`] naming the site and the first
-iteration that cannot complete, and keeps the state reached after the last completed iteration
-(the outcome says so). If the site had already released the running iteration, that iteration
-still completes (its share is in) and the study stops before the next. In the other
-modes the study goes on without it while at least t sites remain.
+**Dropouts and the zero-sum repair.** Inside a SecureAgg run SecureAgg handles them (U shrinks,
+at least t). A site of U that leaves, declines or goes silent afterwards breaks the zero sum of
+every later iteration; the survivors then repair it (spec cape-secagg-pca-djica §2, Remark 4:
+the round is re-run among the survivors, with S = |U| in e_s and τ_g²): they run a fresh
+SecureAgg for the noise of the iterations still to come and the study goes on with S′ = |U′|
+sites. If the site had released the running iteration j, j completes and the repair covers j + 1
+on; if not, the releases of j that came in are not averaged (they stay on their sites' ledgers,
+once) and j is redone under the fresh noise. The details, and what changes for privacy, are in
+[`aggregator`] ("the repair path"); every repair is in [`IterativeOutcome::repairs`]. With fewer
+than t survivors the study stops with [`StopReason::ZeroSumBroken`] naming the site, the first
+iteration that cannot complete and how many remain, keeping the state reached after the last
+completed iteration. In the other modes the study goes on without the site while at least t
+sites remain.
 
 # The privacy gate
 On `iter/start` a private site previews all J_max releases on its ledger (one Gaussian event of
 count J_max with multiplier z and the largest full-view c_S over |U| ∈ [t, S]) and declines, sending
 nothing else, if they do not fit. Each release is recorded ([`crate::study::gate::spend`]) in the
 call that returns its `iter/release`, with the c_S of the actual |U| (1 for conventional
-releases); a site therefore pays only for the iterations it released. If the ledger refuses then
+releases); a site therefore pays only for the iterations it released. After a repair, the
+releases carry the c_S of the new U′ (labelled `iter/j (repair r)`), previewed on `iter/repair`
+for the iterations still to come. If the ledger refuses then
 (another study spent meanwhile) the site declines instead, which in upfront mode stops the study.
 
 # Decisions the spec leaves open
@@ -45,7 +54,11 @@ releases); a site therefore pays only for the iterations it released. If the led
   ledger preview are known before anything is sent. Δ is the public bound; a site whose statistic
   is more sensitive declines; one that is less sensitive is accounted at the public z
   (conservative).
-- **No re-runs** in upfront mode: the noise of all iterations is already committed.
+- **No re-runs** in upfront mode except the repair: the noise of all iterations is committed
+  up front, and only a departure from U makes a fresh run (of the remaining iterations).
+- **The repair's threshold stays the study's t** (so a repair needs at least t survivors, and
+  SecureAgg's collusion bound does not weaken) and its fixed-point format stays the one sized
+  for S sites (safe for fewer).
 - **The per-iteration ε** in [`IterationRecord::epsilon_spent`] is what a site's ledger with δ =
   the study's δ records for this study (a mirror ledger at the aggregator); the final
   [`IterativePrivacy`] gives exact-composition ε under the aggregator's and the full view.
@@ -66,7 +79,12 @@ pub mod step;
 pub use aggregator::{IterAggregatorPhase, IterativeAggregator};
 pub use error::IterativeError;
 pub use messages::{IterBody, IterMessage, kind, peek_start};
-pub use outcome::{IterationRecord, IterativeOutcome, IterativePrivacy, SiteDecline, StopReason};
+pub use outcome::{
+    IterationRecord, IterativeOutcome, IterativePrivacy, Repair, SiteDecline, SiteDeparture,
+    StopReason,
+};
 pub use params::{IterativeConfigError, IterativeParams, NoiseMode};
-pub use site::{IterSitePhase, IterativeSite, SiteIteration, SiteSettings, ledger_study_name};
+pub use site::{
+    IterSitePhase, IterativeSite, NoiseRun, SiteIteration, SiteSettings, ledger_study_name,
+};
 pub use step::{AggregatorStep, SiteStep, StepShape, Update};

@@ -181,7 +181,14 @@ impl IterativeParams {
 
     /// The length of the upfront noise vector: J_max × len.
     pub fn noise_len(&self) -> usize {
-        self.max_iterations as usize * self.statistic_len
+        self.noise_len_from(1)
+    }
+
+    /// The length of the noise vector of iterations `from..=J_max` (a zero-sum repair run):
+    /// (J_max − from + 1) × len; 0 past J_max.
+    pub fn noise_len_from(&self, from: u32) -> usize {
+        let left = self.max_iterations.saturating_sub(from.saturating_sub(1));
+        left as usize * self.statistic_len
     }
 
     /// Everything a participant checks; sites run it on parameters that came off the network.
@@ -237,10 +244,22 @@ impl IterativeParams {
         sites: Vec<ParticipantId>,
         format: FixedPoint,
     ) -> Result<secagg::Params, IterativeConfigError> {
+        self.secagg_params_from(sites, format, 1)
+    }
+
+    /// The SecureAgg run among `sites` of the noise of iterations `from..=J_max`: the upfront run
+    /// (`from` = 1) or a zero-sum repair. The threshold stays the study's t, and so does the
+    /// format (sized for S sites, so safe for fewer).
+    pub fn secagg_params_from(
+        &self,
+        sites: Vec<ParticipantId>,
+        format: FixedPoint,
+        from: u32,
+    ) -> Result<secagg::Params, IterativeConfigError> {
         let params = secagg::Params {
             sites,
             threshold: self.threshold,
-            vector_len: self.noise_len().max(1),
+            vector_len: self.noise_len_from(from).max(1),
             encoding: Encoding::Fixed(format),
             graph: secagg::Graph::Complete,
         };
@@ -260,15 +279,19 @@ impl IterativeParams {
     /// The collusion factor of the ledger preview, before |U| is known: the largest over every
     /// |U| from t to S.
     pub fn worst_case_collusion_factor(&self) -> f64 {
-        (self.threshold.max(2)..=self.sites.len().max(2))
-            .map(|n| self.collusion_factor(n))
-            .fold(1.0, f64::max)
+        self.worst_collusion_factor_up_to(self.sites.len())
     }
 
-    /// What a site's ledger previews when the study is announced: all J_max releases of this
-    /// stage under `c_s`, then those of every announced later stage under its own worst-case
-    /// collusion factor (non-private stages record nothing).
-    pub fn planned_events(&self, c_s: f64) -> Result<Vec<Event>, AccountantError> {
+    /// The largest collusion factor over every |U| from t to `sites` (a repair's preview).
+    pub fn worst_collusion_factor_up_to(&self, sites: usize) -> f64 {
+        (self.threshold.max(2)..=sites.max(2)).map(|n| self.collusion_factor(n)).fold(1.0, f64::max)
+    }
+
+    /// What a site's ledger previews: this stage's releases of iterations `from..=J_max` under
+    /// `c_s` (all of them when the study is announced, the rest at a zero-sum repair), then those
+    /// of every announced later stage under its own worst-case collusion factor (non-private
+    /// stages record nothing).
+    pub fn planned_events(&self, from: u32, c_s: f64) -> Result<Vec<Event>, AccountantError> {
         let this = self.mode.is_private().then_some((self, 1, c_s));
         let later = self
             .followed_by
@@ -280,12 +303,12 @@ impl IterativeParams {
             .chain(later)
             .map(|(stage, number, c)| {
                 let j = stage.max_iterations;
-                let label = if number == 1 {
-                    format!("iter/1..{j}")
+                let (label, count) = if number == 1 {
+                    (format!("iter/{from}..{j}"), j.saturating_sub(from.saturating_sub(1)).max(1))
                 } else {
-                    format!("stage {number}: iter/1..{j} (announced)")
+                    (format!("stage {number}: iter/1..{j} (announced)"), j)
                 };
-                stage.event(label, u64::from(j), c)
+                stage.event(label, u64::from(count), c)
             })
             .collect()
     }

@@ -20,8 +20,8 @@ use super::step::{AggregatorStep, SiteStep};
 
 /// Site number `site` (0-based, in join order) leaves the room when the state of iteration
 /// `iteration` reaches it, before releasing it (`after_release`: right after it sent its release
-/// of `iteration`); `iteration: 0` leaves when the upfront SecureAgg run begins
-/// (`secagg/begin`), before its noise enters the sum.
+/// of `iteration`); `iteration: 0` leaves when a SecureAgg run of the noise begins
+/// (`secagg/begin`: the upfront run's, or a zero-sum repair's), before its noise enters the sum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ScriptedDeparture {
     pub site: usize,

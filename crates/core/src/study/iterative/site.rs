@@ -8,6 +8,13 @@ run, and splits e_s = ê_s − (1/|U|)Σê exactly ([`PendingRelease::zero_sum_n
 then releases f_s(θ_{j−1}) + e_s(j) + g_s with fresh g_s ~ N(0, τ²/|U|). Every release is recorded
 in the ledger ([`gate::spend`]) in the call that returns it, so a site pays for the iterations it
 actually released, each accounted with the full-view c_S of |U|.
+
+A zero-sum repair ([`super::aggregator`], "the repair path"; spec cape-secagg-pca-djica §2,
+Remark 4): on `iter/repair` a survivor previews the iterations still to come on its ledger, draws
+fresh ê_s for iterations `from..=J_max`, sums them with the other survivors in a new SecureAgg
+run and splits them among its U′ ([`NoiseRun`]). Its next release is of iteration `from` (again,
+if it had released it: that release stays recorded and the redo is another, labelled
+`iter/j (repair r)`), with g_s ~ N(0, τ²/|U′|) and accounted at the c_S of |U′|.
 */
 
 use rand_core::SeedableRng;
@@ -46,11 +53,18 @@ pub enum IterSitePhase {
     Accepted,
     /// Inside the upfront SecureAgg run.
     Summing(secagg::SitePhase),
+    /// In a zero-sum repair run for the noise of iterations `from_iteration` on (`round`: the
+    /// SecureAgg phase, once the run began).
+    Repairing {
+        from_iteration: u32,
+        round: Option<secagg::SitePhase>,
+    },
     /// Released iteration `released` (0: none yet); waits for the next state.
     Iterating {
         released: u32,
     },
-    /// Its noise is not in the upfront sum (it missed a SecureAgg round): it waits for the end.
+    /// Its noise is not in the last noise sum (it missed a SecureAgg round, or the aggregator
+    /// counts it as gone): it waits for the end.
     Excluded,
     Done,
     Declined,
@@ -66,6 +80,19 @@ pub struct SiteIteration {
     /// e_s of this iteration (upfront mode).
     pub zero_sum_noise: Option<Vec<f64>>,
     pub release: Vec<f64>,
+    /// Which noise run e_s came from: 0 the upfront run, r the r-th repair (0 when not upfront).
+    pub noise_run: usize,
+}
+
+/// The zero-sum noise of one SecureAgg run (the upfront run or a repair), kept by the site.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoiseRun {
+    /// The first iteration it covers: block k of `noise` is iteration `from_iteration + k`.
+    pub from_iteration: u32,
+    /// U of the run.
+    pub survivors: Vec<ParticipantId>,
+    /// e_s of iterations `from_iteration..=J_max`: Σ_{s∈U} e_s = 0 exactly in every coordinate.
+    pub noise: Vec<f64>,
 }
 
 /// The site role. Call order as for [`crate::study::mean::MeanSite`]: create it when `iter/start`
@@ -81,8 +108,10 @@ pub struct IterativeSite<C: SiteStep, L: LedgerAccess = Ledger> {
     study: Option<StudyId>,
     params: Option<IterativeParams>,
     shape: Option<StepShape>,
-    /// U of the upfront run and the site's e_s for all J_max iterations.
-    upfront: Option<(Vec<ParticipantId>, Vec<f64>)>,
+    /// The noise runs, in order: the upfront run, then each repair it took part in.
+    runs: Vec<NoiseRun>,
+    /// The iteration whose state the site expects next.
+    next: u32,
     history: Vec<SiteIteration>,
     spent: Vec<LedgerEntry>,
     final_state: Option<C::State>,
@@ -92,10 +121,20 @@ pub struct IterativeSite<C: SiteStep, L: LedgerAccess = Ledger> {
 enum State {
     AwaitingStart,
     Accepted,
-    Summing { inner: Box<secagg::Site>, pending: PendingRelease },
+    Summing {
+        inner: Box<secagg::Site>,
+        pending: PendingRelease,
+        from: u32,
+    },
+    /// Waits for the repair run's `secagg/begin`.
+    Repairing {
+        from: u32,
+    },
     Iterating,
     Excluded,
-    Done { reason: String },
+    Done {
+        reason: String,
+    },
     Declined(String),
     NotInvited,
     Aborted(String),
@@ -120,7 +159,8 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             study: None,
             params: None,
             shape: None,
-            upfront: None,
+            runs: Vec::new(),
+            next: 1,
             history: Vec::new(),
             spent: Vec::new(),
             final_state: None,
@@ -144,15 +184,21 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         &self.step
     }
 
-    /// U of the upfront SecureAgg run, once known.
+    /// U of the last SecureAgg run of the noise (the upfront run or a repair), once known.
     pub fn survivors(&self) -> Option<&[ParticipantId]> {
-        self.upfront.as_ref().map(|(u, _)| u.as_slice())
+        self.runs.last().map(|r| r.survivors.as_slice())
     }
 
-    /// e_s for all J_max iterations (iteration j is the j-th block of `len` values), once the
-    /// upfront sum came back: Σ_{s∈U} e_s = 0 exactly in every coordinate.
+    /// e_s of the last noise run (without a repair: all J_max iterations, iteration j the j-th
+    /// block of `len` values), once its sum came back: Σ_{s∈U} e_s = 0 exactly in every
+    /// coordinate.
     pub fn zero_sum_noise(&self) -> Option<&[f64]> {
-        self.upfront.as_ref().map(|(_, e)| e.as_slice())
+        self.runs.last().map(|r| r.noise.as_slice())
+    }
+
+    /// Every noise run the site took part in, the upfront one first.
+    pub fn noise_runs(&self) -> &[NoiseRun] {
+        &self.runs
     }
 
     /// The iterations this site released, in order.
@@ -178,7 +224,15 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         match &self.state {
             State::AwaitingStart => IterSitePhase::AwaitingStart,
             State::Accepted => IterSitePhase::Accepted,
-            State::Summing { inner, .. } => IterSitePhase::Summing(inner.phase()),
+            State::Summing { inner, from, .. } if self.runs.is_empty() && *from == 1 => {
+                IterSitePhase::Summing(inner.phase())
+            }
+            State::Summing { inner, from, .. } => {
+                IterSitePhase::Repairing { from_iteration: *from, round: Some(inner.phase()) }
+            }
+            State::Repairing { from } => {
+                IterSitePhase::Repairing { from_iteration: *from, round: None }
+            }
             State::Iterating => IterSitePhase::Iterating { released: self.released() },
             State::Excluded => IterSitePhase::Excluded,
             State::Done { .. } => IterSitePhase::Done,
@@ -229,9 +283,10 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         if self.is_finished() {
             // Broadcasts keep reaching a site that is out: nobody's fault.
             return match msg.body {
-                IterBody::SecAgg(_) | IterBody::State { .. } | IterBody::End { .. } => {
-                    Ok(Vec::new())
-                }
+                IterBody::SecAgg(_)
+                | IterBody::State { .. }
+                | IterBody::End { .. }
+                | IterBody::Repair { .. } => Ok(Vec::new()),
                 _ => Err(IterativeError::AlreadyOver { from, kind: got }),
             };
         }
@@ -248,6 +303,9 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             }
             IterBody::SecAgg(message) => self.on_secagg(now_ms, &message),
             IterBody::State { iteration, state } => self.on_state(now_ms, iteration, state),
+            IterBody::Repair { from_iteration, sites, .. } => {
+                self.on_repair(now_ms, from_iteration, &sites)
+            }
             IterBody::End { state, reason, .. } if !matches!(self.state, State::AwaitingStart) => {
                 self.final_state = Some(state);
                 self.state = State::Done { reason };
@@ -330,8 +388,14 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
     /// Whether the ledger can afford all J_max releases under collusion factor `c_s`, and those
     /// of every later stage the study announced ([`IterativeParams::planned_events`]).
     fn preview(&mut self, now_ms: u64, c_s: f64) -> Result<(), LedgerError> {
+        self.preview_from(now_ms, 1, c_s)
+    }
+
+    /// Whether the ledger can afford the releases of iterations `from..=J_max` under collusion
+    /// factor `c_s`, and those of the later stages.
+    fn preview_from(&mut self, now_ms: u64, from: u32, c_s: f64) -> Result<(), LedgerError> {
         let params = self.params.as_ref().expect("set before the preview");
-        let events = params.planned_events(c_s)?;
+        let events = params.planned_events(from, c_s)?;
         if events.is_empty() {
             return Ok(());
         }
@@ -355,22 +419,87 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             State::Accepted
                 if self.params.as_ref().is_some_and(|p| p.mode == NoiseMode::Upfront) =>
             {
-                self.begin_upfront(now_ms, message)
+                self.begin_noise_run(now_ms, message, 1)
             }
+            State::Repairing { from } => {
+                let from = *from;
+                self.begin_noise_run(now_ms, message, from)
+            }
+            // A repair run among the others.
+            State::Excluded => Ok(Vec::new()),
             _ => Err(IterativeError::WrongPhase { phase: self.phase_name(), got, from }),
         }
     }
 
-    fn begin_upfront(
+    /// `iter/repair`: sites of U left; the survivors named in `sites` sum fresh noise for
+    /// iterations `from..=J_max`.
+    fn on_repair(
+        &mut self,
+        now_ms: u64,
+        from: u32,
+        sites: &[ParticipantId],
+    ) -> Result<Vec<Outgoing>, IterativeError> {
+        let aggregator = self.aggregator;
+        let params = self.params.clone();
+        let upfront = params.as_ref().is_some_and(|p| p.mode == NoiseMode::Upfront);
+        match self.state {
+            State::Excluded => return Ok(Vec::new()),
+            State::Iterating if upfront => {}
+            _ => {
+                return Err(IterativeError::WrongPhase {
+                    phase: self.phase_name(),
+                    got: kind::REPAIR,
+                    from: aggregator,
+                });
+            }
+        }
+        let params = params.expect("iterating, so joined");
+        if !sites.contains(&self.me) {
+            // The aggregator counts this site as gone (e.g. silent past a deadline).
+            self.state = State::Excluded;
+            return Ok(Vec::new());
+        }
+        // The next iteration, or the one just released (redone).
+        let fits = from >= 1
+            && from <= params.max_iterations
+            && (from == self.next || from + 1 == self.next);
+        let stranger = sites.iter().find(|s| !params.is_invited(**s));
+        if !fits || stranger.is_some() || sites.len() < params.threshold {
+            let detail = match stranger {
+                Some(s) => format!("site {s} is not invited to the study"),
+                None if !fits => format!(
+                    "a repair from iteration {from}, but this site is at iteration {}",
+                    self.next
+                ),
+                None => format!("{} sites, fewer than t = {}", sites.len(), params.threshold),
+            };
+            self.state = State::Aborted(format!("the zero-sum repair is inconsistent: {detail}"));
+            return Err(IterativeError::Inconsistent {
+                from: aggregator,
+                kind: kind::REPAIR,
+                detail,
+            });
+        }
+        let worst = params.worst_collusion_factor_up_to(sites.len());
+        if let Err(e) = self.preview_from(now_ms, from, worst) {
+            return Ok(self.decline(e.to_string()));
+        }
+        self.state = State::Repairing { from };
+        Ok(Vec::new())
+    }
+
+    /// The `secagg/begin` of a noise run for iterations `from..=J_max` (1: the upfront run).
+    fn begin_noise_run(
         &mut self,
         now_ms: u64,
         message: &[u8],
+        from: u32,
     ) -> Result<Vec<Outgoing>, IterativeError> {
-        let from = self.aggregator;
+        let sender = self.aggregator;
         let got = super::messages::kind_of_secagg(message);
         let msg: SecAggMessage = codec::decode("secagg", message)?;
         let Body::Begin(secagg_params) = &msg.body else {
-            return Err(IterativeError::WrongPhase { phase: self.phase_name(), got, from });
+            return Err(IterativeError::WrongPhase { phase: self.phase_name(), got, from: sender });
         };
         let params = self.params.as_ref().expect("accepted, so joined");
         if !secagg_params.is_invited(self.me) {
@@ -380,11 +509,12 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         let format = params.format().expect("validated on start");
         let detail = if secagg_params.threshold != params.threshold {
             Some(format!("threshold {} instead of {}", secagg_params.threshold, params.threshold))
-        } else if secagg_params.vector_len != params.noise_len() {
+        } else if secagg_params.vector_len != params.noise_len_from(from) {
             Some(format!(
-                "vectors of length {} instead of J_max × len = {}",
+                "vectors of length {} instead of (J_max − {}) × len = {}",
                 secagg_params.vector_len,
-                params.noise_len()
+                from - 1,
+                params.noise_len_from(from)
             ))
         } else if secagg_params.encoding != Encoding::Fixed(format) {
             Some(format!(
@@ -396,22 +526,22 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             stranger.map(|s| format!("site {s} is not invited to the study"))
         };
         if let Some(detail) = detail {
-            self.state =
-                State::Aborted(format!("the upfront SecureAgg run is inconsistent: {detail}"));
-            return Err(IterativeError::Inconsistent { from, kind: got, detail });
+            self.state = State::Aborted(format!("the SecureAgg run is inconsistent: {detail}"));
+            return Err(IterativeError::Inconsistent { from: sender, kind: got, detail });
         }
         let noise = SiteNoise::Symmetric { local_sd: params.local_sd() };
-        let drawn = draw_noise(self.me, &noise, &format, params.noise_len(), &mut self.rng);
+        let len = params.noise_len_from(from);
+        let drawn = draw_noise(self.me, &noise, &format, len, &mut self.rng);
         let (share, pending) = match drawn {
             Ok(drawn) => drawn,
             Err(e) => return Ok(self.decline(format!("it could not draw its noise: {e}"))),
         };
         let inner_rng = CapeRng::from_rng(&mut self.rng);
-        let inner = secagg::Site::new(self.me, from, SiteInput::Ring(share.ring), inner_rng)
+        let inner = secagg::Site::new(self.me, sender, SiteInput::Ring(share.ring), inner_rng)
             .map_err(RoundError::UnacceptableParams)?;
-        self.state = State::Summing { inner: Box::new(inner), pending };
+        self.state = State::Summing { inner: Box::new(inner), pending, from };
         let State::Summing { inner, .. } = &mut self.state else { unreachable!("just set") };
-        let result = inner.handle(now_ms, from, message);
+        let result = inner.handle(now_ms, sender, message);
         self.after_inner(result)
     }
 
@@ -419,15 +549,17 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         &mut self,
         result: Result<Vec<Outgoing>, RoundError>,
     ) -> Result<Vec<Outgoing>, IterativeError> {
-        let State::Summing { inner, pending } = &self.state else {
+        let State::Summing { inner, pending, from } = &self.state else {
             unreachable!("called while summing")
         };
+        let from = *from;
         let end = inner.outcome().map(|o| o.cloned().map_err(Clone::clone));
         let out = match result {
             Ok(out) => self.wrap(out),
             Err(error) => {
                 if let Some(Err(e)) = end {
-                    self.state = State::Aborted(format!("the upfront SecureAgg run ended: {e}"));
+                    self.state =
+                        State::Aborted(format!("the SecureAgg run of the noise ended: {e}"));
                 }
                 return Err(error.into());
             }
@@ -435,7 +567,8 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         match end {
             None => Ok(out),
             Some(Err(error)) => {
-                self.state = State::Aborted(format!("the upfront SecureAgg run ended: {error}"));
+                self.state =
+                    State::Aborted(format!("the SecureAgg run of the noise ended: {error}"));
                 Ok(out)
             }
             Some(Ok(sum)) if !sum.included => {
@@ -445,14 +578,19 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             Some(Ok(sum)) => {
                 let noise_sum = NoiseSum { contributors: sum.survivors.clone(), ring_sum: sum.sum };
                 match pending.zero_sum_noise(&noise_sum) {
-                    Ok(e) => {
-                        self.upfront = Some((sum.survivors, e));
+                    Ok(noise) => {
+                        self.runs.push(NoiseRun {
+                            from_iteration: from,
+                            survivors: sum.survivors,
+                            noise,
+                        });
+                        self.next = from;
                         self.state = State::Iterating;
                         Ok(out)
                     }
                     Err(e) => {
                         let mut out = out;
-                        out.extend(self.decline(format!("the upfront noise sum is unusable: {e}")));
+                        out.extend(self.decline(format!("the noise sum is unusable: {e}")));
                         Ok(out)
                     }
                 }
@@ -483,7 +621,7 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
                 from,
             });
         }
-        let expected = self.released() + 1;
+        let expected = self.next;
         if iteration != expected {
             return Err(IterativeError::WrongIteration {
                 from,
@@ -520,25 +658,27 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             NoiseMode::NonPrivate => (None, statistic.clone()),
             NoiseMode::Conventional => (None, self.add_gaussian(&statistic, tau)),
             NoiseMode::Upfront => {
-                let (survivors, e_all) = self.upfront.as_ref().expect("iterating after the sum");
+                let run = self.runs.last().expect("iterating after the sum");
                 let len = params.statistic_len;
-                let start = (iteration as usize - 1) * len;
-                let e: Vec<f64> = e_all[start..start + len].to_vec();
-                let g_sd = tau / (survivors.len() as f64).sqrt();
+                let start = (iteration - run.from_iteration) as usize * len;
+                let e: Vec<f64> = run.noise[start..start + len].to_vec();
+                let g_sd = tau / (run.survivors.len() as f64).sqrt();
                 let with_e: Vec<f64> = statistic.iter().zip(&e).map(|(f, e)| f + e).collect();
                 (Some(e), self.add_gaussian(&with_e, g_sd))
             }
         };
         // The gate: record first, send only what was recorded.
         if params.mode.is_private() {
-            let u = self.upfront.as_ref().map_or(params.sites.len(), |(u, _)| u.len());
+            let u = self.runs.last().map_or(params.sites.len(), |r| r.survivors.len());
             let c_s = params.collusion_factor(u);
             let study = ledger_study_name(self.study.expect("started"));
             let time_ms = self.ledger.with_ledger(|l| gate::release_time(l, now_ms));
-            let recorded = params
-                .event(format!("iter/{iteration}"), 1, c_s)
-                .map_err(LedgerError::from)
-                .and_then(|event| {
+            let label = match self.runs.len() {
+                0 | 1 => format!("iter/{iteration}"),
+                n => format!("iter/{iteration} (repair {})", n - 1),
+            };
+            let recorded =
+                params.event(label, 1, c_s).map_err(LedgerError::from).and_then(|event| {
                     let release = Release::new(study, event, time_ms);
                     self.ledger.with_ledger(|l| gate::spend(l, vec![release]))
                 });
@@ -552,7 +692,9 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             statistic,
             zero_sum_noise: zero_sum,
             release: release.clone(),
+            noise_run: self.runs.len().saturating_sub(1),
         });
+        self.next = iteration + 1;
         Ok(vec![self.to_aggregator(IterBody::Release { iteration, values: release })])
     }
 
@@ -593,7 +735,8 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         match &self.state {
             State::AwaitingStart => "waiting for iter/start",
             State::Accepted => "waiting for the first round",
-            State::Summing { .. } => "in the upfront SecureAgg run",
+            State::Summing { .. } => "in a SecureAgg run of the noise",
+            State::Repairing { .. } => "waiting for the zero-sum repair run",
             State::Iterating => "iterating",
             State::Excluded => "excluded, waiting for the end",
             _ => "after the end of the study",
