@@ -396,9 +396,10 @@ pub enum LedgerError {
         over_budget(*.spent, *.spent_after, *.budget, *.remaining, *.delta, *.bound, *.basic_delta)
     )]
     InsufficientBudget {
-        site: String,
-        study: String,
-        label: String,
+        // Boxed strings keep the error small (it travels in every `Result` of a preview).
+        site: Box<str>,
+        study: Box<str>,
+        label: Box<str>,
         spent: f64,
         /// The total after the release (its cost is `spent_after − spent`).
         spent_after: f64,
@@ -655,9 +656,9 @@ impl Ledger {
         let fits = after.epsilon <= self.budget.epsilon;
         if !fits {
             return Err(LedgerError::InsufficientBudget {
-                site: self.site.clone(),
-                study: release.study,
-                label: release.event.label().to_owned(),
+                site: self.site.as_str().into(),
+                study: release.study.into(),
+                label: release.event.label().into(),
                 spent,
                 spent_after: after.epsilon,
                 budget: self.budget.epsilon,

@@ -103,7 +103,7 @@ mod tests {
             Ledger::new("site", Budget::new((one + two) / 2.0, 1e-5).unwrap()).unwrap();
         let refused = spend(&mut ledger, vec![release("a", 6.0, 0), release("b", 6.0, 0)]);
         assert!(
-            matches!(refused, Err(LedgerError::InsufficientBudget { ref label, .. }) if label == "b"),
+            matches!(refused, Err(LedgerError::InsufficientBudget { ref label, .. }) if &**label == "b"),
             "{refused:?}"
         );
         assert!(ledger.entries().is_empty(), "the first release was not recorded either");
