@@ -72,7 +72,8 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
     await page.fill('#ica-subjects', '8');
     await page.fill('#ica-timepoints', '100');
     await page.fill('#ica-iterations', String(J));
-    await page.fill('#ica-epsilon', '2');
+    // ε_i = 3 at the default δ = 1e-5: z = 1.61, the noise of the paper's ε_i = 2 at δ = 1e-2.
+    await page.fill('#ica-epsilon', '3');
     await page.selectOption('#ica-unit', 'timepoint');
     await page.click('[data-testid="start-ica"]');
 
@@ -133,6 +134,13 @@ describe('Joint ICA over the real relay', { concurrency: false }, () => {
     assert.equal(run.iterations.length, J);
     assert.equal(run.djica.w_rxr_column_major.length, R * R);
     assert.equal(run.pca.projection_rxd_column_major.length, R * 100);
+
+    // A run at changed privacy offers the way back to the defaults, and leaves once taken.
+    const restore = '[data-testid="ica-restore-defaults"]';
+    await page.click(restore);
+    assert.equal(await page.inputValue('#ica-epsilon'), '0.3');
+    assert.equal(await page.inputValue('#ica-delta'), '1e-5');
+    await page.waitForSelector(restore, { state: 'detached', timeout: STEP_TIMEOUT_MS });
 
     await shot(dashboard, 'ica-01-dashboard');
     await shot(sites[0].tab, 'ica-02-site');

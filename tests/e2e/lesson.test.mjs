@@ -3,7 +3,7 @@
 // regression, NN, Joint ICA) with no setting changed: the teacher only picks each study, presses
 // Start, and lets the held steps of the step-by-step mean go. Each study completes, its result is
 // in view when it lands, and the four fit every site's fresh default budget (ε = 10: the
-// accountant composes all of a site's releases, so the lesson costs 9.6 per site, not the 11.5 the
+// accountant composes all of a site's releases, so the lesson costs 9.3 per site, less than the
 // four studies' separate totals add up to; web/src/study_driver/lesson.rs checks the same sum).
 
 import { after, before, describe, it } from 'node:test';
@@ -63,6 +63,15 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
     assert.equal(await page.getAttribute(result, 'data-status'), 'estimated');
     assert.ok(await inView(page, '[data-testid="study-section"] .study-focus'), 'the result is in view');
     for (const site of sites) assert.equal(await spent(site), 1, `${site.name}: one release`);
+    // One privacy statement: what the form said each ledger would charge, the round's headline
+    // guarantee and every fresh site's ledger are the same ε (all four sites took part).
+    const preview = Number(await page.getAttribute('[data-testid="charge-preview"]', 'data-epsilon'));
+    const headline = Number(await page.getAttribute(`${result} [data-testid="round-guarantee"]`, 'data-epsilon'));
+    assert.ok(Math.abs(preview - headline) < 1e-9, `preview ${preview}, headline ${headline}`);
+    for (const site of sites) {
+      const charged = Number(await site.tab.page.getAttribute('[data-testid="ledger-spent"]', 'data-spent'));
+      assert.ok(Math.abs(charged - headline) < 1e-6 * headline, `${site.name}: charged ${charged}, headline ${headline}`);
+    }
   });
 
   it('2. the regression (capeFM) with its conventional comparison', async () => {

@@ -24,6 +24,7 @@ pub mod nn;
 pub mod privacy;
 pub mod regression;
 pub mod results;
+pub mod round_charge;
 pub mod vvi;
 
 #[cfg(test)]

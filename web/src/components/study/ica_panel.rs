@@ -111,6 +111,21 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             start();
         }
     });
+    // The way back from any number of tightenings: the privacy fields as a fresh dashboard has them.
+    let privacy_changed = Signal::derive(move || {
+        let d = IcaFields::default();
+        epsilon_pca.get() != d.epsilon_pca
+            || epsilon.get() != d.epsilon_iteration
+            || epsilon_study.get() != d.epsilon_study
+            || delta.get() != d.delta
+    });
+    let restore = Callback::new(move |()| {
+        let d = IcaFields::default();
+        epsilon_pca.set(d.epsilon_pca);
+        epsilon.set(d.epsilon_iteration);
+        epsilon_study.set(d.epsilon_study);
+        delta.set(d.delta);
+    });
     view! {
         <section class="card span-all mean-panel" data-testid="ica-panel">
             <h2>"Joint ICA of fMRI (capePCA + capeDJICA)"</h2>
@@ -186,13 +201,19 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 <StartButton test_id="start-ica" action="Run" present running=Signal::derive(running) />
             </form>
             <StartError error=study.view.start_error />
-            {move || study.view.ica.get().map(|live| view! { <IcaLiveView live study tighten /> })}
+            {move || study.view.ica.get().map(|live| view! { <IcaLiveView live study tighten restore privacy_changed /> })}
         </section>
     }
 }
 
 #[component]
-fn IcaLiveView(live: IcaLive, study: DashboardStudy, tighten: Callback<()>) -> impl IntoView {
+fn IcaLiveView(
+    live: IcaLive,
+    study: DashboardStudy,
+    tighten: Callback<()>,
+    restore: Callback<()>,
+    privacy_changed: Signal<bool>,
+) -> impl IntoView {
     let total = live.form.max_iterations;
     let done = live.points.last().map_or(0, |p| p.iteration);
     let q_now = live.points.last().and_then(|p| p.q);
@@ -311,6 +332,11 @@ fn IcaLiveView(live: IcaLive, study: DashboardStudy, tighten: Callback<()>) -> i
                     <button type="button" class="button" data-testid="tighten-ica" on:click=move |_| tighten.run(())>
                         "Tighten privacy (ε_i ÷ 2) and run again"
                     </button>
+                    {move || privacy_changed.get().then(|| view! {
+                        <button type="button" class="button" data-testid="ica-restore-defaults" on:click=move |_| restore.run(())>
+                            "Back to the default privacy"
+                        </button>
+                    })}
                     <button type="button" class="button" data-testid="ica-export-json" on:click=export_json>"Download JSON"</button>
                     <button type="button" class="button" data-testid="ica-export-csv" on:click=export_csv>"Download CSV"</button>
                 })}

@@ -5,7 +5,7 @@ use capelab_core::study::mean::AggregatorPhase;
 use capelab_core::wire::{ParticipantId, Role};
 use leptos::prelude::*;
 
-use crate::components::study::start::{StartButton, StartError};
+use crate::components::study::start::{ChargePreview, StartButton, StartError};
 
 use crate::components::charts::scale::format_value;
 use crate::session::RoomState;
@@ -28,18 +28,19 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
 
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let running = move || study.view.live.with(Option::is_some);
+    let fields = move || MeanFields {
+        epsilon: epsilon.get(),
+        delta: delta.get(),
+        values_per_site: values.get(),
+        dimension: dimension.get(),
+        threshold: threshold.get(),
+        conventional: conventional.get(),
+        analytic: analytic.get(),
+        step_mode: step_mode.get(),
+    };
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let fields = MeanFields {
-            epsilon: epsilon.get_untracked(),
-            delta: delta.get_untracked(),
-            values_per_site: values.get_untracked(),
-            dimension: dimension.get_untracked(),
-            threshold: threshold.get_untracked(),
-            conventional: conventional.get_untracked(),
-            analytic: analytic.get_untracked(),
-            step_mode: step_mode.get_untracked(),
-        };
+        let fields = untrack(fields);
         study.start_round(move |sites| fields.read(sites));
     };
     let threshold_hint = move || {
@@ -73,6 +74,7 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 </fieldset>
                 <StartButton test_id="start-mean" action="Start a round" present running=Signal::derive(running) />
             </form>
+            <ChargePreview present read=move |sites| fields().read(sites) />
             <StartError error=study.view.start_error />
             {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
         </section>

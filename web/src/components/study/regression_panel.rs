@@ -5,7 +5,7 @@
 use capelab_core::wire::Role;
 use leptos::prelude::*;
 
-use crate::components::study::start::{StartButton, StartError};
+use crate::components::study::start::{ChargePreview, StartButton, StartError};
 
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, forest, line};
@@ -34,19 +34,20 @@ pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView
     let bounds = RwSignal::new(d.bounds);
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let running = move || study.view.live.with(Option::is_some);
+    let fields = move || RegressionFields {
+        epsilon: epsilon.get(),
+        delta: delta.get(),
+        records_per_site: records.get(),
+        features: features.get(),
+        logistic: logistic.get(),
+        conventional: conventional.get(),
+        analytic: analytic.get(),
+        step_mode: step_mode.get(),
+        bounds: bounds.get(),
+    };
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let fields = RegressionFields {
-            epsilon: epsilon.get_untracked(),
-            delta: delta.get_untracked(),
-            records_per_site: records.get_untracked(),
-            features: features.get_untracked(),
-            logistic: logistic.get_untracked(),
-            conventional: conventional.get_untracked(),
-            analytic: analytic.get_untracked(),
-            step_mode: step_mode.get_untracked(),
-            bounds: bounds.get_untracked(),
-        };
+        let fields = untrack(fields);
         study.start_round(move |sites| fields.read(sites));
     };
     view! {
@@ -86,6 +87,7 @@ pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView
                 </fieldset>
                 <StartButton test_id="start-regression" action="Run capeFM" present running=Signal::derive(running) />
             </form>
+            <ChargePreview present read=move |sites| fields().read(sites) />
             <StartError error=study.view.start_error />
             {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
             {move || {

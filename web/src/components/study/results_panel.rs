@@ -17,6 +17,7 @@ use crate::ledger_report::LedgerReport;
 use crate::study_driver::dashboard::{DashboardStudy, FinishedRound};
 use crate::study_view::masked::shown_attempt;
 use crate::study_view::results::{dropout_sentence, gain, messages_chart, phase_token};
+use crate::study_view::round_charge::RoundCharge;
 use crate::study_view::{export, masked};
 
 /// The latest round of one study (earlier rounds can be picked from the list).
@@ -98,6 +99,7 @@ fn RoundView(
             } else {
                 view! {
                     <Estimates round=round.clone() />
+                    <Guarantee outcome=outcome.clone() />
                     <Happenings round=round.clone() />
                     <MessagesChart round=round.clone() stem=stem.clone() />
                     <GainView outcome=outcome.clone() />
@@ -271,7 +273,27 @@ fn GainView(outcome: StudyOutcome) -> impl IntoView {
     })
 }
 
-/// δ each site gets at the study's ε, under each view of the adversary.
+/// The round's one headline guarantee: what every site's ledger charged for it
+/// ([`RoundCharge::at`] with the c_S of the estimate's sites).
+#[component]
+fn Guarantee(outcome: StudyOutcome) -> impl IntoView {
+    let theory = outcome.theory.as_ref();
+    let charge = theory.and_then(|t| {
+        let charge = RoundCharge::at(&outcome.params, t.privacy.full_view.c_s).ok()?;
+        Some((charge, t.sites))
+    });
+    charge.map(|(charge, sites)| {
+        view! {
+            <p class="callout" data-testid="round-guarantee" data-epsilon=charge.epsilon()
+                data-bound=charge.pair.charged().to_string()>
+                {charge.guarantee_sentence(sites)}
+            </p>
+        }
+    })
+}
+
+/// δ each site gets at the study's ε, under each view of the adversary: the paper's analysis,
+/// shown as other views beside the headline [`Guarantee`].
 #[component]
 fn DeltaTable(outcome: StudyOutcome) -> impl IntoView {
     outcome.theory.map(|theory| {
@@ -291,7 +313,7 @@ fn DeltaTable(outcome: StudyOutcome) -> impl IntoView {
         };
         view! {
             <div class="deltas">
-                <h3>"The δ each site gets at ε = " {format_value(p.epsilon)}</h3>
+                <h3>"Other views: the δ each site gets at the requested ε = " {format_value(p.epsilon)}</h3>
                 <p class="muted">
                     "S = " {theory.sites} " sites in the estimate, up to S_C = " {theory.colluders}
                     " colluding with the dashboard; noise multiplier z = " {format_value(p.noise_multiplier)} "."

@@ -1,7 +1,13 @@
 //! What every study form ends with: the start button (it needs two sites present and no study
-//! running) and the driver's refusal to start, in its own words.
+//! running), the driver's refusal to start, in its own words, and for a round (mean, regression)
+//! what each site's ledger will be charged.
 
+use capelab_core::study::mean::StudyParams;
+use capelab_core::wire::ParticipantId;
 use leptos::prelude::*;
+
+use crate::study_driver::form::{FormError, MeanForm};
+use crate::study_view::round_charge::RoundCharge;
 
 /// The form's submit button: "Waiting for at least 2 sites", or "{action} with the S sites present".
 #[component]
@@ -33,6 +39,27 @@ pub fn StartError(error: RwSignal<Option<String>>) -> impl IntoView {
     move || {
         error.get().map(|e| {
             view! { <p class="callout callout-error" data-testid="start-error" role="alert">{e}</p> }
+        })
+    }
+}
+
+/// Before a round starts, what each site's ledger will charge for it ([`RoundCharge::preview`]),
+/// recomputed as the form changes: `read` checks the form for the sites present (their count is
+/// all the charge depends on). Nothing while the form does not read; its error shows at start.
+#[component]
+pub fn ChargePreview(
+    present: Memo<usize>,
+    read: impl Fn(Vec<ParticipantId>) -> Result<MeanForm, FormError> + Send + Sync + 'static,
+) -> impl IntoView {
+    let charge = Memo::new(move |_| {
+        let sites: Vec<ParticipantId> = (1..=present.get() as ParticipantId).collect();
+        let params: StudyParams = read(sites).ok()?.params;
+        let charge = RoundCharge::preview(&params).ok()?;
+        Some((charge.preview_sentence(&params), charge.epsilon()))
+    });
+    move || {
+        charge.get().map(|(text, epsilon)| {
+            view! { <p class="muted" data-testid="charge-preview" data-epsilon=epsilon>{text}</p> }
         })
     }
 }

@@ -411,29 +411,41 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             return Vec::new();
         }
         if live.len() < t {
-            return self
-                .finish(now_ms, StopReason::TooFewAccepted { accepted: live.len(), need: t });
+            let accepted = live.len();
+            let declined = self.declined.iter().filter(|d| d.iteration == 0).count();
+            let silent = self.params.sites.len().saturating_sub(accepted + declined);
+            let reason = StopReason::TooFewAccepted { accepted, declined, silent, need: t };
+            return self.finish(now_ms, reason);
         }
         if self.params.mode != NoiseMode::Upfront {
             self.contributors = live;
             return self.begin_iteration(now_ms, 1);
         }
-        let config = self
-            .params
-            .format()
-            .and_then(|format| self.params.secagg_params(live, format))
-            .and_then(|p| AggregatorConfig::new(p).map_err(IterativeConfigError::SecAgg));
-        match config {
-            Ok(config) => {
-                let config = config
-                    .with_round_timeout_ms(self.round_timeout_ms)
-                    .with_retain_masked_inputs(false);
-                let (secagg, begin) = secagg::Aggregator::start(config, &mut self.rng, now_ms);
-                self.state = State::Summing { secagg: Box::new(secagg), from: 1, repair: false };
-                wrap_secagg::<U::Task, U::State>(self.study, begin)
-            }
+        match self.start_noise_sum(now_ms, live, 1, false) {
+            Ok(sends) => sends,
             Err(e) => self.finish(now_ms, StopReason::SecAgg { message: e.to_string() }),
         }
+    }
+
+    /// Starts the SecureAgg run among `sites` of the noise of iterations `from..=J_max`: the
+    /// upfront run (`from` = 1) or a zero-sum repair. Masked inputs are not kept: the aggregate is
+    /// all the study needs, and a kept input would outlive the run for nothing.
+    fn start_noise_sum(
+        &mut self,
+        now_ms: u64,
+        sites: Vec<ParticipantId>,
+        from: u32,
+        repair: bool,
+    ) -> Result<Vec<Outgoing>, IterativeConfigError> {
+        let format = self.params.format()?;
+        let params = self.params.secagg_params_from(sites, format, from)?;
+        let config = AggregatorConfig::new(params)
+            .map_err(IterativeConfigError::SecAgg)?
+            .with_round_timeout_ms(self.round_timeout_ms)
+            .with_retain_masked_inputs(false);
+        let (secagg, begin) = secagg::Aggregator::start(config, &mut self.rng, now_ms);
+        self.state = State::Summing { secagg: Box::new(secagg), from, repair };
+        Ok(wrap_secagg::<U::Task, U::State>(self.study, begin))
     }
 
     fn after_secagg(&mut self, now_ms: u64, out: Vec<Outgoing>) -> Vec<Outgoing> {
@@ -553,22 +565,12 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             discarded,
             done: false,
         });
-        let config = self
-            .params
-            .format()
-            .and_then(|format| self.params.secagg_params_from(survivors.clone(), format, from))
-            .and_then(|p| AggregatorConfig::new(p).map_err(IterativeConfigError::SecAgg));
-        match config {
-            Ok(config) => {
-                let config = config
-                    .with_round_timeout_ms(self.round_timeout_ms)
-                    .with_retain_masked_inputs(false);
-                let (secagg, begin) = secagg::Aggregator::start(config, &mut self.rng, now_ms);
-                self.state = State::Summing { secagg: Box::new(secagg), from, repair: true };
+        match self.start_noise_sum(now_ms, survivors.clone(), from, true) {
+            Ok(begin) => {
                 let announce =
                     IterBody::Repair { from_iteration: from, sites: survivors, left: left_ids };
                 let mut out = vec![self.broadcast(announce)];
-                out.extend(wrap_secagg::<U::Task, U::State>(self.study, begin));
+                out.extend(begin);
                 out
             }
             Err(e) => self.finish(

@@ -39,8 +39,20 @@ pub enum StopReason {
     Completed { iterations: u32 },
     #[error("the aggregator's step stopped after iteration {iteration}: {reason}")]
     Converged { iteration: u32, reason: String },
-    #[error("only {accepted} sites accepted; the study needs t = {need}")]
-    TooFewAccepted { accepted: usize, need: usize },
+    /// `declined`: sites that said no (budget, data, settings); `silent`: sites that had not
+    /// answered, or had left, when t became out of reach (absent from older exports: 0).
+    #[error(
+        "only {accepted} site(s) accepted ({declined} declined, {silent} had not answered or \
+         had left), the study needs t = {need}"
+    )]
+    TooFewAccepted {
+        accepted: usize,
+        #[serde(default)]
+        declined: usize,
+        #[serde(default)]
+        silent: usize,
+        need: usize,
+    },
     #[error("the upfront SecureAgg run failed: {message}")]
     SecAgg { message: String },
     #[error(
