@@ -187,6 +187,13 @@ describe('capeFM over the real relay', { concurrency: false }, () => {
     await page.waitForSelector(`${result} [data-testid="export-regression-csv"]`);
     await shot(dashboard, 'regression-03-raw-csv');
     await shot(labA.tab, 'regression-04-site-raw-csv');
+    // Lab B's table is checked against the announced study in its own tab, as the core checks it;
+    // a table that fits says so before the next round.
+    const unfit = await labB.tab.page.waitForSelector('[data-testid="data-fit"][data-fits="false"]', { timeout: STEP_TIMEOUT_MS });
+    assert.match(await unfit.textContent(), /row 1 has 3 column\(s\), the study needs 4/);
+    await pasteRaw(labB, rawCsv(500, 0));
+    const fits = await labB.tab.page.waitForSelector('[data-testid="data-fit"][data-fits="true"]', { timeout: STEP_TIMEOUT_MS });
+    assert.match(await fits.textContent(), /fits the last announced study \(500 rows × 3 values per site\)/);
     await useSeed(labA);
     await useSeed(labB);
     assertNoErrors(tabs);

@@ -232,10 +232,59 @@ pub fn site_rows(
     }
 }
 
+/// Whether the site's table fits the study `params` as it would join it: the rows [`site_rows`]
+/// gives, checked by the core's own [`Query::check_rows`] (what makes a site decline). `None` for
+/// generated data, which is made to fit. Shown when a table is loaded after a study was announced,
+/// so a wrong file is named in its own tab before the next round, not found by declining it.
+pub fn table_fit(
+    source: &DataSource,
+    params: &StudyParams,
+    bounds: Option<&Bounds>,
+) -> Option<Result<String, String>> {
+    let DataSource::Table { .. } = source else { return None };
+    let (rows, note) = site_rows(source, params, bounds);
+    if let Some(PreparedNote::Refused(why)) = note {
+        return Some(Err(why));
+    }
+    let shape = format!("{} rows × {} values", params.values_per_site, params.dimension);
+    Some(match params.query.check_rows(&rows, params.values_per_site, params.dimension) {
+        Ok(()) => Ok(format!("This table fits the last announced study ({shape} per site).")),
+        Err(e) => Err(format!(
+            "This table does not fit the last announced study ({shape} per site): {e}. This site \
+             declines such a study, sending nothing; load a table that fits, or use a seed."
+        )),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use capelab_core::study::regression::check_records;
+
+    #[test]
+    fn a_table_is_checked_against_the_announced_study_as_the_core_checks_it() {
+        use crate::local_data::{DataSource, parse_table};
+        let params = StudyParams::new(vec![1, 2, 3], 0.5, 1e-5, 3).unwrap();
+        let table = |text: &str| DataSource::Table {
+            origin: "typed".into(),
+            table: parse_table(text).unwrap(),
+        };
+        assert_eq!(table_fit(&DataSource::Seeded { seed: 1 }, &params, None), None);
+        let fits = table_fit(&table("0.1\n0.2\n0.3"), &params, None).unwrap().unwrap();
+        assert!(fits.contains("3 rows × 1 values"), "{fits}");
+        let short = table_fit(&table("0.1\n0.2"), &params, None).unwrap().unwrap_err();
+        assert!(short.contains("the site holds 2 rows, the study asks for N_s = 3"), "{short}");
+        let wide = table_fit(&table("0.1, 0.2\n0.2, 0.3\n0.3, 0.4"), &params, None);
+        assert!(wide.unwrap().unwrap_err().contains("row 0 has 2 values"));
+        // a regression's table without announced bounds is refused as the site would refuse it
+        let query = capelab_core::study::regression::RegressionQuery {
+            model: Model::Linear,
+            release_constant: false,
+        };
+        let regression = params.with_query(Query::Regression(query)).unwrap();
+        let why = table_fit(&table("0.1, 0.5\n0.2, 0.5\n0.3, 0.5"), &regression, None);
+        assert!(why.unwrap().unwrap_err().contains("no public bounds"));
+    }
 
     #[test]
     fn one_line_for_all_or_one_per_column() {

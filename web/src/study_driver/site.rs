@@ -144,6 +144,9 @@ pub struct SiteView {
     pub data: RwSignal<DataSource>,
     /// How the site's table was mapped with the regression study's public bounds (private).
     pub prepared: RwSignal<Option<PreparedNote>>,
+    /// The public bounds the dashboard last announced (a regression's), so a table loaded later
+    /// is checked against the study it would join ([`public_bounds::table_fit`]).
+    pub announced_bounds: RwSignal<Option<BoundsAnnouncement>>,
     /// Whether this site takes part in non-private NN comparison runs (its exact gradients leave
     /// the tab); off until the user ticks it, read at each study's start.
     pub allow_nonprivate: RwSignal<bool>,
@@ -203,6 +206,7 @@ impl SiteStudy {
             ica_file: RwSignal::new(None),
             data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
             prepared: RwSignal::new(None),
+            announced_bounds: RwSignal::new(None),
             allow_nonprivate: RwSignal::new(false),
             study_kinds: RwSignal::new(BTreeMap::new()),
         };
@@ -361,7 +365,10 @@ impl SiteStudy {
         let mut inner = inner.borrow_mut();
         let from_dashboard = is_dashboard(&inner.room, from);
         match BoundsAnnouncement::decode(payload) {
-            Ok(announced) if from_dashboard => inner.bounds = Some(announced),
+            Ok(announced) if from_dashboard => {
+                self.view.announced_bounds.set(Some(announced.clone()));
+                inner.bounds = Some(announced);
+            }
             _ => web_sys::console::warn_1(
                 &format!("capelab: ignored public bounds from participant {from}").into(),
             ),

@@ -10,7 +10,7 @@ use crate::components::charts::scale::format_value;
 use crate::download;
 use crate::ledger_store;
 use crate::local_data::{DataSource, Table, TableError, parse_raw_table, parse_table};
-use crate::public_bounds::PreparedNote;
+use crate::public_bounds::{PreparedNote, table_fit};
 use crate::study_driver::site::SiteStudy;
 
 /// The size of the seeded preview before any study has said how many values it needs.
@@ -154,6 +154,20 @@ pub fn LocalDataPanel(
         }
     };
 
+    // A table loaded after a study was announced is checked against it here, as the core would.
+    let fit = move || {
+        let (params, study_id) =
+            study.view.study.with(|s| s.as_ref().and_then(|s| Some((s.params.clone()?, s.study))))?;
+        let bounds = study.view.announced_bounds.get();
+        let bounds = bounds.filter(|b| Some(b.study) == study_id).map(|b| b.bounds);
+        let fit = data.with(|source| table_fit(source, &params, bounds.as_ref()))?;
+        Some(match fit {
+            Ok(text) => view! { <p class="muted" data-testid="data-fit" data-fits="true">{text}</p> }.into_any(),
+            Err(text) => view! {
+                <p class="callout callout-warn" data-testid="data-fit" data-fits="false">{text}</p>
+            }.into_any(),
+        })
+    };
     let radio = move |value: Choice, label: &'static str, testid: &'static str| {
         view! {
             <label class="check">
@@ -217,6 +231,7 @@ pub fn LocalDataPanel(
                     </p>
                 }.into_any(),
             })}
+            {fit}
             {summary}
         </div>
     }
