@@ -117,7 +117,10 @@ impl CloseReason {
     }
 
     pub fn host_gone() -> Self {
-        Self::new(close_code::GOING_AWAY, "the relay hosting this room no longer answers")
+        Self::new(
+            close_code::GOING_AWAY,
+            "the relay hosting this room stopped, so the room has ended; ask for a new room",
+        )
     }
 
     pub fn guessing() -> Self {

@@ -9,7 +9,7 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 
 use capelab_core::wire::{ErrorCode, PresenceEvent, RelayFrame, Role, To};
-use capelab_relay::{Clock, close_code};
+use capelab_relay::{Clock, Config, close_code, serve};
 use common::broker::NatsServer;
 use common::{Client, Ending, ExpectWelcome as _, HANG_GUARD, Relay, start};
 
@@ -25,6 +25,41 @@ async fn relay_on(nats: &NatsServer) -> Relay {
 
 async fn three_relays(nats: &NatsServer) -> (Relay, Relay, Relay) {
     (relay_on(nats).await, relay_on(nats).await, relay_on(nats).await)
+}
+
+/// Why a relay with these settings does not start.
+async fn start_error(broker: String, max_frame_bytes: usize) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let mut config = Config { quiet: true, broker: Some(broker), ..Config::default() };
+    config.limits.max_frame_bytes = max_frame_bytes;
+    let ended = tokio::time::timeout(HANG_GUARD, serve(listener, config)).await;
+    ended.expect("the relay gives up (hang guard)").expect_err("the relay refuses").to_string()
+}
+
+#[tokio::test]
+async fn a_relay_that_cannot_use_its_broker_does_not_start_and_says_what_to_change() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let message = start_error(format!("nats://127.0.0.1:{closed}"), 1 << 20).await;
+    assert!(message.starts_with(&format!("cannot reach the broker at nats://127.0.0.1:{closed}")));
+    assert!(message.contains("nats-server -a 127.0.0.1 -p 4222"), "{message}");
+    assert!(message.contains("leave --broker out"), "{message}");
+
+    // NATS's default max_payload (1 MB) cannot carry the relay's default 16 MiB frames.
+    let nats = NatsServer::start_with(1024 * 1024);
+    let message = start_error(nats.url(), Config::default().limits.max_frame_bytes).await;
+    assert!(message.contains("takes messages of at most 1048576 bytes"), "{message}");
+    assert!(message.contains("set max_payload to at least"), "{message}");
+    assert!(message.contains("--max-frame-bytes 1047040 or less"), "{message}");
+    // Within it, the same relay starts.
+    let relay = start({
+        let url = nats.url();
+        move |config| {
+            config.broker = Some(url);
+            config.limits.max_frame_bytes = 1047040;
+        }
+    })
+    .await;
+    relay.dashboard("fits").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,7 +300,15 @@ async fn losing_the_broker_tells_the_clients_and_their_seats_come_back_after_it(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_relay_hosting_a_room_vanishes_its_visitors_are_told() {
     let nats = NatsServer::start();
-    let b = relay_on(&nats).await;
+    // B's heartbeat every second covers a message sent before the broker noticed the death.
+    let b = start({
+        let url = nats.url();
+        move |config| {
+            config.broker = Some(url);
+            config.ping_interval = std::time::Duration::from_secs(1);
+        }
+    })
+    .await;
     // The host is a real process, killed without warning.
     let mut host = Command::new(env!("CARGO_BIN_EXE_capelab-relay"))
         .args(["--port", "0", "--quiet", "--ping-secs", "1", "--broker", &nats.url()])
@@ -294,7 +337,7 @@ async fn when_the_relay_hosting_a_room_vanishes_its_visitors_are_told() {
 
     host.kill().unwrap();
     host.wait().unwrap();
-    // Ana's next message (or B's heartbeat) hears "no responders": she is told the room ended.
+    // Ana's next message or B's heartbeat hears "no responders": she is told the room ended.
     ana.send(To::One(1), "anyone?", b"").await;
     let (frames, ending) = ana.until_end().await;
     let told = frames.iter().any(|frame| {

@@ -180,17 +180,13 @@ async fn watch_events(
 ) {
     while let Some(event) = events.recv().await {
         match event {
-            Event::Disconnected => {
-                if nats.up.send_replace(false) {
-                    cut_off(&nats, &shared, "lost its broker");
-                }
+            // Only the first of a run of events changes anything (`send_replace` says so).
+            Event::Disconnected if nats.up.send_replace(false) => {
+                cut_off(&nats, &shared, "lost its broker");
             }
-            Event::Connected => {
-                if !nats.up.send_replace(true) {
-                    *nats.back_at.lock().unwrap_or_else(PoisonError::into_inner) =
-                        Some(Instant::now());
-                    shared.log.line(format_args!("the broker at {} is back", nats.url));
-                }
+            Event::Connected if !nats.up.send_replace(true) => {
+                *nats.back_at.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+                shared.log.line(format_args!("the broker at {} is back", nats.url));
             }
             // The client dropped messages for a subscription it could not keep up with: the
             // seats that may have missed some are closed, never left with a silent gap.

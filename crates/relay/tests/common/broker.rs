@@ -19,9 +19,14 @@ pub struct NatsServer {
 impl NatsServer {
     /// Starts `nats-server` on a free port of 127.0.0.1 and waits until it accepts connections.
     pub fn start() -> Self {
+        Self::start_with(MAX_PAYLOAD)
+    }
+
+    /// [`NatsServer::start`] with another `max_payload`.
+    pub fn start_with(max_payload: usize) -> Self {
         let port = StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let dir = TempDir::new("nats");
-        dir.write("nats.conf", &format!("max_payload: {MAX_PAYLOAD}\n"));
+        dir.write("nats.conf", &format!("max_payload: {max_payload}\n"));
         let mut server = NatsServer { port, child: None, dir };
         server.restart();
         server
