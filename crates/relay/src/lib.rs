@@ -49,4 +49,4 @@ pub use config::{Config, ConfigError};
 pub use lan::lan_address;
 pub use limits::RelayLimits;
 pub use outbox::close_code;
-pub use server::{ServeError, serve, serve_with_shutdown};
+pub use server::{ServeError, serve, serve_when_ready, serve_with_shutdown};

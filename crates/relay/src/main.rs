@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use capelab_relay::{Config, RelayLimits, lan, lan_address, serve_with_shutdown};
+use capelab_relay::{Config, RelayLimits, lan, lan_address, serve_when_ready};
 use clap::Parser;
 
 /// Routes envelopes between the browser tabs of a capelab room and serves the web app.
@@ -142,9 +142,9 @@ async fn main() -> ExitCode {
         }
     };
 
-    print_start(&args, port);
-
-    match serve_with_shutdown(listener, config, shutdown_signal()).await {
+    // Printed once serving (with --broker, once connected to it): scripts wait for LISTENING.
+    let ready = || print_start(&args, port);
+    match serve_when_ready(listener, config, shutdown_signal(), ready).await {
         Ok(()) => {
             if !args.quiet {
                 say_without_blocking("capelab-relay: stopped");

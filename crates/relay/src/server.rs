@@ -168,6 +168,17 @@ pub async fn serve_with_shutdown(
     config: Config,
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    serve_when_ready(listener, config, signal, || {}).await
+}
+
+/// [`serve_with_shutdown`], calling `ready` once the relay is set up (its broker, if any,
+/// connected) and about to accept: `main.rs` prints its address only then.
+pub async fn serve_when_ready(
+    listener: TcpListener,
+    config: Config,
+    signal: impl Future<Output = ()> + Send + 'static,
+    ready: impl FnOnce(),
+) -> Result<(), ServeError> {
     config.validate()?;
     let shared = match config.broker.clone() {
         None => Arc::new(Shared::new(config, Broker::Alone)),
@@ -179,6 +190,7 @@ pub async fn serve_with_shutdown(
         }
     };
     let sweeper = tokio::spawn(sweep_expired(shared.clone()));
+    ready();
     let app = router(shared.clone());
     let mut signal = pin!(signal);
     loop {
