@@ -1,7 +1,8 @@
 //! Several relays behind one real `nats-server` (`--broker`): a room spans them. Cross-relay
 //! delivery and presence, the room's rules (one dashboard, the lock, unknown codes), order per
 //! sender, a seat resumed on another relay and taken over from a third, and what clients see
-//! when the broker goes away and comes back, or when the relay hosting their room vanishes.
+//! when the broker goes away and comes back, or when the relay hosting their room vanishes or
+//! shuts down; a relay that cannot use its broker does not start.
 
 mod common;
 
@@ -349,4 +350,33 @@ async fn when_the_relay_hosting_a_room_vanishes_its_visitors_are_told() {
         matches!(&ending, Ending::Closed(code, _) if *code == close_code::GOING_AWAY),
         "{ending:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosting_relay_that_shuts_down_closes_its_visitors_on_other_relays_too() {
+    let nats = NatsServer::start();
+    let b = relay_on(&nats).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let config = Config { quiet: true, broker: Some(nats.url()), ..Config::default() };
+    let host = tokio::spawn(capelab_relay::serve_with_shutdown(listener, config, async move {
+        let _ = stopped.await;
+    }));
+    let mut dash = Client::connect(&format!("ws://{addr}/ws")).await;
+    let room = dash.create("Teacher").await.room;
+    let (mut ana, _) = b.site(&room, "Ana").await;
+    dash.expect_presence(PresenceEvent::Joined, 2).await;
+
+    stop.send(()).unwrap();
+    // Ana, on B, gets the host's own shutdown close, as the host's local tabs do.
+    for client in [&mut dash, &mut ana] {
+        let (_, ending) = client.until_end().await;
+        assert!(
+            matches!(&ending, Ending::Closed(code, reason)
+                if *code == close_code::GOING_AWAY && reason.contains("shutting down")),
+            "{ending:?}"
+        );
+    }
+    host.await.unwrap().unwrap();
 }
