@@ -3,10 +3,10 @@
 # Idempotent: every tool is pinned, and a tool already present at its pinned version is skipped.
 #
 #   scripts/setup.sh demo   what running the app needs (wasm target, wasm-bindgen, trunk, wasm-opt)
-#   scripts/setup.sh test   the above, plus Chromium + ChromeDriver, Playwright and the Python
-#                           cross-check environment
+#   scripts/setup.sh test   the above, plus Chromium + ChromeDriver, nats-server (the relay's
+#                           --broker tests), Playwright and the Python cross-check environment
 #
-# Everything lands in ~/.cargo/bin (cargo tools), Debian packages (chromium), or inside the
+# Everything lands in ~/.cargo/bin (cargo tools), Debian packages (chromium, nats-server), or inside the
 # repository (tools/node_modules, tools/venv). Nothing else is cached.
 set -euo pipefail
 
@@ -94,6 +94,24 @@ ensure_browser() {
     fi
 }
 
+ensure_nats_server() {
+    # The relay's --broker tests and benchmark start their own NATS server; the package's service
+    # is not needed (nor started) for them.
+    if command -v nats-server >/dev/null; then
+        note "nats-server: present ($(nats-server --version 2>/dev/null | head -n 1))"
+        return
+    fi
+    if [ "$(id -u)" = 0 ]; then
+        step "installing Debian's nats-server (the relay's broker tests and benchmark)"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nats-server
+    else
+        die "The relay's broker tests need Debian's nats-server, and this is not root.
+       Install it with:  sudo apt-get install -y nats-server
+       then rerun this command."
+    fi
+}
+
 ensure_python_env() {
     local venv="$ROOT/tools/venv" req="$ROOT/tests/accounting/requirements.txt"
     [ -f "$req" ] || return 0
@@ -152,6 +170,7 @@ main() {
     ensure_npm_tools
     if [ "$what" = test ]; then
         ensure_browser
+        ensure_nats_server
         ensure_python_env
         ensure_paillier_env
         ensure_datasets

@@ -8,8 +8,10 @@
 // Waits are for selectors and page conditions, never for fixed times.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import assert from 'node:assert/strict';
@@ -44,7 +46,12 @@ export const CHROMIUM_ARGS = [
 
 /** Starts the relay on a free port and resolves with its base URL from the LISTENING line. */
 export function startRelay() {
-  const child = spawn(relayBin, ['--port', '0', '--static-dir', distDir], {
+  return startRelayWith([]);
+}
+
+/** `startRelay` with more flags for the relay, e.g. `['--broker', url]`. */
+export function startRelayWith(extraArgs) {
+  const child = spawn(relayBin, ['--port', '0', '--static-dir', distDir, ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stderr = [];
@@ -71,6 +78,65 @@ export function startRelay() {
     });
   });
   return { child, url, stderr };
+}
+
+/** The NATS server the broker tests start (Debian package nats-server; NATS_SERVER overrides). */
+export const natsServerBin = process.env.NATS_SERVER ?? 'nats-server';
+
+/**
+ * Starts `nats-server` on a free port of 127.0.0.1, with a max_payload that fits the relay's
+ * default 16 MiB frames, and resolves once it accepts connections: `{ child, url }`. Fails with
+ * the way out when nats-server is not installed (scripts/setup.sh test installs it).
+ */
+export async function startNats() {
+  const port = await new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.on('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'capelab-nats-'));
+  const config = path.join(dir, 'nats.conf');
+  writeFileSync(config, `max_payload: ${20 * 1024 * 1024}\n`);
+  const child = spawn(natsServerBin, ['-a', '127.0.0.1', '-p', String(port), '-c', config], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const stderr = [];
+  child.stderr.on('data', (chunk) => stderr.push(chunk.toString()));
+  const failed = new Promise((_, reject) => {
+    child.on('error', (err) =>
+      reject(new Error(`cannot start ${natsServerBin} (${err.message}): the broker tests need a NATS server; scripts/setup.sh test installs it (Debian package nats-server), or set NATS_SERVER to its path`)),
+    );
+    child.on('exit', (code) => reject(new Error(`nats-server exited with ${code}; stderr:\n${stderr.join('')}`)));
+  });
+  const listening = (async () => {
+    const until = Date.now() + RELAY_START_TIMEOUT_MS;
+    for (;;) {
+      const ok = await new Promise((resolve) => {
+        const socket = net.connect(port, '127.0.0.1', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.on('error', () => resolve(false));
+      });
+      if (ok) return;
+      if (Date.now() > until) throw new Error(`nats-server did not listen on ${port} in ${RELAY_START_TIMEOUT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  await Promise.race([listening, failed]);
+  failed.catch(() => {}); // a later exit (our own kill) is not an error
+  return { child, url: `nats://127.0.0.1:${port}` };
+}
+
+/** Stops the NATS server started by `startNats`. */
+export async function stopNats(nats) {
+  if (!nats || nats.child.exitCode !== null) return;
+  const exited = new Promise((resolve) => nats.child.on('exit', resolve));
+  nats.child.kill('SIGKILL');
+  await exited;
 }
 
 /** Stops the relay started by `startRelay` (SIGTERM, then SIGKILL after 8 s). */

@@ -35,6 +35,9 @@ pub struct Config {
     pub quiet: bool,
     /// Time for rate limits and the grace period.
     pub clock: Clock,
+    /// `nats://HOST:PORT` of a NATS server shared with other relays serving the same rooms
+    /// (`--broker`); `None` runs alone, as the only relay of its rooms.
+    pub broker: Option<String>,
 }
 
 impl Default for Config {
@@ -48,6 +51,7 @@ impl Default for Config {
             shutdown_wait: Duration::from_secs(6),
             quiet: false,
             clock: Clock::system(),
+            broker: None,
         }
     }
 }
@@ -82,6 +86,11 @@ pub enum ConfigError {
     RoomBurstTooSmall { got: u64, min: u64 },
     #[error("--max-total-queue-bytes {got} is below --max-queue-bytes: use at least {min}")]
     TotalQueueTooSmall { got: usize, min: usize },
+    #[error(
+        "--broker {got:?} is not a NATS address: use nats://HOST:PORT (e.g. nats://127.0.0.1:4222), \
+         or leave --broker out to run this relay alone"
+    )]
+    BadBroker { got: String },
 }
 
 impl Config {
@@ -136,6 +145,11 @@ impl Config {
                 min: limits.max_queue_bytes,
             });
         }
+        if let Some(url) = &self.broker
+            && !crate::broker::is_nats_url(url)
+        {
+            return Err(ConfigError::BadBroker { got: url.clone() });
+        }
         Ok(())
     }
 }
@@ -164,5 +178,10 @@ mod tests {
         let mut config = Config::default();
         config.limits.max_frame_bytes = 100;
         assert!(config.validate().unwrap_err().to_string().starts_with("--max-frame-bytes 100"));
+
+        let config = Config { broker: Some("redis://x:6379".into()), ..Config::default() };
+        assert!(config.validate().unwrap_err().to_string().contains("use nats://HOST:PORT"));
+        let config = Config { broker: Some("nats://127.0.0.1:4222".into()), ..Config::default() };
+        assert_eq!(config.validate(), Ok(()));
     }
 }

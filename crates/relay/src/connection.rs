@@ -36,6 +36,7 @@ use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::time::{MissedTickBehavior, timeout};
 
+use crate::broker::{self, Nats};
 use crate::config::MIN_QUEUE_BYTES;
 use crate::error::Refusal;
 use crate::frame::{parse_client_frame, relay_frame_text};
@@ -69,6 +70,7 @@ pub(crate) async fn run(
         shared: &shared,
         conn: &conn,
         seat: None,
+        elsewhere: None,
         address,
         messages: limits.token_bucket(now),
         bytes: limits.sender_bytes(now),
@@ -79,8 +81,10 @@ pub(crate) async fn run(
     let ended = reader.read(&mut stream).await;
 
     // The others hear `Left` now, not after the close handshake below.
-    if let Some(seat) = &reader.seat {
-        shared.registry().disconnect(conn.id, seat, shared.now());
+    match (&reader.seat, &reader.elsewhere) {
+        (Some(seat), Some(nats)) => nats.left(conn.id, seat).await,
+        (Some(seat), None) => shared.registry().disconnect(conn.id, seat, shared.now()),
+        (None, _) => {}
     }
     // Unusual closes are worth a line; ordinary ones and the shutdown (said once) are not.
     if let Some(reason) = conn.outbox.close_reason()
@@ -116,9 +120,11 @@ enum Ended {
 
 /// The reading half of a connection and what it knows about itself.
 struct Reader<'a> {
-    shared: &'a Shared,
+    shared: &'a Arc<Shared>,
     conn: &'a Conn,
     seat: Option<Seat>,
+    /// The broker, when the seat's room is hosted by another relay.
+    elsewhere: Option<Arc<Nats>>,
     address: IpAddr,
     /// One token per frame.
     messages: TokenBucket,
@@ -156,12 +162,12 @@ impl Reader<'_> {
                     // The stream cannot be read past a failed frame: no lingering.
                     return Ended::PeerGone;
                 }
-                Ok(Some(Ok(message))) => self.on_message(message),
+                Ok(Some(Ok(message))) => self.on_message(message).await,
             }
         }
     }
 
-    fn on_message(&mut self, message: Message) {
+    async fn on_message(&mut self, message: Message) {
         let (size, text) = match message {
             Message::Text(text) => (text.len(), Some(text)),
             Message::Binary(bytes) => (bytes.len(), None),
@@ -169,10 +175,11 @@ impl Reader<'_> {
             Message::Ping(_) | Message::Pong(_) | Message::Close(_) => return,
         };
         let now = self.shared.now();
-        let outcome = self.admit(size, now).and_then(|()| match text {
-            Some(text) => self.on_text(&text, now),
-            None => Err(Refusal::Binary),
-        });
+        let outcome = match (self.admit(size, now), text) {
+            (Err(refusal), _) => Err(refusal),
+            (Ok(()), Some(text)) => self.on_text(&text, now).await,
+            (Ok(()), None) => Err(Refusal::Binary),
+        };
         if let Err(refusal) = outcome {
             let _ = self.conn.outbox.push_refusal(relay_frame_text(&refusal.to_frame()));
         }
@@ -228,12 +235,14 @@ impl Reader<'_> {
         Err(Refusal::TooManyWrongCodes { who, wait_secs: REFILL_PERIOD.as_secs() })
     }
 
-    fn on_text(&mut self, text: &str, now: Duration) -> Result<(), Refusal> {
+    async fn on_text(&mut self, text: &str, now: Duration) -> Result<(), Refusal> {
         match parse_client_frame(text)? {
             ClientFrame::Create { name, .. } => {
                 self.check_not_seated()?;
                 check_name(&name)?;
-                self.take_seat(|registry, conn| Ok(registry.create(conn, &name, now)))?;
+                self.raise_queue();
+                let created = broker::create(self.shared, self.conn, &name, now).await;
+                self.take_seat(created.map(|seat| (seat, None)))?;
             }
             ClientFrame::Join { room, role, name, resume, .. } => {
                 self.check_not_seated()?;
@@ -241,12 +250,13 @@ impl Reader<'_> {
                 self.check_may_try_code(now)?;
                 let request =
                     JoinRequest { room: &room, role, name: &name, resume: resume.as_deref() };
-                let joined = self.take_seat(|registry, conn| registry.join(conn, request, now));
+                self.raise_queue();
+                let joined = broker::join(self.shared, self.conn, request, now).await;
                 if let Err(Refusal::UnknownRoom { .. }) = joined {
                     self.codes.try_take(now);
                     self.shared.guesses.record_wrong(self.address, now);
                 }
-                joined?;
+                self.take_seat(joined)?;
             }
             ClientFrame::Send { to, kind, payload, .. } => {
                 let seat = self.seat.as_ref().ok_or(Refusal::NotInRoom)?;
@@ -260,27 +270,38 @@ impl Reader<'_> {
                     kind,
                     payload,
                 }));
-                self.shared.registry().route(self.conn, seat, to, envelope, now)?;
+                match &self.elsewhere {
+                    Some(nats) => nats.send(self.conn, seat, to, envelope).await?,
+                    None => self.shared.registry().route(self.conn, seat, to, envelope, now)?,
+                }
             }
             ClientFrame::Lock { locked, .. } => {
                 let seat = self.seat.as_ref().ok_or(Refusal::NotInRoom)?;
-                self.shared.registry().lock(self.conn, seat, locked)?;
+                match &self.elsewhere {
+                    Some(nats) => nats.lock(self.conn, seat, locked).await?,
+                    None => self.shared.registry().lock(self.conn, seat, locked)?,
+                }
             }
         }
         Ok(())
     }
 
-    /// Seats this connection through `act`, with the full outbox a seated connection gets
-    /// (raised first: others may write to it as soon as the registry lets go).
+    /// A connection about to take a seat gets the full outbox a seated connection has (raised
+    /// first: others may write to it as soon as the registry lets go).
+    fn raise_queue(&self) {
+        self.conn.outbox.set_limit(self.shared.config.limits.max_queue_bytes);
+    }
+
+    /// Keeps the seat (and the broker, if its room is hosted elsewhere), or lowers the outbox
+    /// back to an unseated connection's.
     fn take_seat(
         &mut self,
-        act: impl FnOnce(&mut crate::registry::Registry, &Conn) -> Result<Seat, Refusal>,
+        seated: Result<(Seat, Option<Arc<Nats>>), Refusal>,
     ) -> Result<(), Refusal> {
-        self.conn.outbox.set_limit(self.shared.config.limits.max_queue_bytes);
-        let seated = act(&mut self.shared.registry(), self.conn);
         match seated {
-            Ok(seat) => {
+            Ok((seat, elsewhere)) => {
                 self.seat = Some(seat);
+                self.elsewhere = elsewhere;
                 Ok(())
             }
             Err(refusal) => {
@@ -303,6 +324,10 @@ async fn write(mut sink: SplitSink<WebSocket, Message>, outbox: Outbox, ping_eve
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
+        // A finished outbox (`Outbox::finish`) closes once its last frame is written.
+        if let Some(reason) = outbox.finished() {
+            outbox.close(reason);
+        }
         let message = tokio::select! {
             biased;
             reason = outbox.closed() => {

@@ -117,6 +117,36 @@ pub enum Refusal {
          delivered"
     )]
     RecipientAway { room: String, id: ParticipantId },
+
+    #[error(
+        "the relay lost its broker at {url}, so it cannot open rooms or reach the rooms of other \
+         relays right now: try again in a moment (the relay reconnects on its own); if this \
+         lasts, ask whoever runs the relay to restart nats-server"
+    )]
+    BrokerDown { url: String },
+
+    #[error(
+        "the relay lost its broker at {url}; this connection is closed so that no message goes \
+         missing unnoticed: reconnect, and the app takes its seat back once the broker is back \
+         (if it stays down, ask whoever runs the relay to restart nats-server)"
+    )]
+    BrokerLost { url: String },
+
+    #[error(
+        "the relay has just reconnected to its broker at {url}, and the relays hosting rooms may \
+         still be reconnecting: try again in a moment"
+    )]
+    BrokerSettling { url: String },
+
+    #[error(
+        "room {room} is hosted by another relay, which no longer answers (it stopped, or lost the \
+         broker): the room has ended; ask the dashboard to create a new room"
+    )]
+    HostGone { room: String },
+
+    /// A refusal decided by the relay that hosts the room, passed on as it was worded there.
+    #[error("{message}")]
+    Forwarded { code: ErrorCode, message: String },
 }
 
 impl Refusal {
@@ -143,6 +173,12 @@ impl Refusal {
             Refusal::UnknownRecipient { .. } | Refusal::RecipientAway { .. } => {
                 ErrorCode::UnknownRecipient
             }
+            // The wire's one "try again later": the app retries a join refused with it.
+            Refusal::BrokerDown { .. }
+            | Refusal::BrokerLost { .. }
+            | Refusal::BrokerSettling { .. } => ErrorCode::RateLimited,
+            Refusal::HostGone { .. } => ErrorCode::UnknownRoom,
+            Refusal::Forwarded { code, .. } => *code,
         }
     }
 

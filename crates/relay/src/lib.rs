@@ -21,10 +21,12 @@ Code map:
 - [`frame`]: JSON in and out, with the version check; [`error`]: refusals and their messages.
 - [`room_code`], [`resume`]: room codes and resume tokens; [`clock`]: the relay's time.
 - [`config`]: [`Config`]; [`lan`]: the classroom LAN address; [`log`]: the activity log.
+- [`broker`]: several relays serving the same rooms through a NATS server (`--broker`).
 
 `main.rs` only parses flags, binds, prints the addresses and waits for Ctrl-C or SIGTERM.
 */
 
+pub mod broker;
 pub mod clock;
 pub mod config;
 pub mod connection;
@@ -47,4 +49,4 @@ pub use config::{Config, ConfigError};
 pub use lan::lan_address;
 pub use limits::RelayLimits;
 pub use outbox::close_code;
-pub use server::{ServeError, serve, serve_with_shutdown};
+pub use server::{ServeError, serve, serve_when_ready, serve_with_shutdown};

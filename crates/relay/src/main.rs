@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use capelab_relay::{Config, RelayLimits, lan, lan_address, serve_with_shutdown};
+use capelab_relay::{Config, RelayLimits, lan, lan_address, serve_when_ready};
 use clap::Parser;
 
 /// Routes envelopes between the browser tabs of a capelab room and serves the web app.
@@ -84,6 +84,12 @@ struct Args {
     /// No activity log on stderr.
     #[arg(long)]
     quiet: bool,
+
+    /// Serve the same rooms as every other relay started with this NATS server
+    /// (nats://HOST:PORT): a room's participants may then connect to any of them. Without it the
+    /// relay runs alone.
+    #[arg(long, value_name = "nats://HOST:PORT")]
+    broker: Option<String>,
 }
 
 #[tokio::main]
@@ -108,6 +114,7 @@ async fn main() -> ExitCode {
         resume_grace: Duration::from_secs(args.resume_grace_secs),
         ping_interval: Duration::from_secs(args.ping_secs),
         quiet: args.quiet,
+        broker: args.broker.clone(),
         ..Config::default()
     };
     if let Err(error) = config.validate() {
@@ -135,9 +142,9 @@ async fn main() -> ExitCode {
         }
     };
 
-    print_start(&args, port);
-
-    match serve_with_shutdown(listener, config, shutdown_signal()).await {
+    // Printed once serving (with --broker, once connected to it): scripts wait for LISTENING.
+    let ready = || print_start(&args, port);
+    match serve_when_ready(listener, config, shutdown_signal(), ready).await {
         Ok(()) => {
             if !args.quiet {
                 say_without_blocking("capelab-relay: stopped");
@@ -180,6 +187,9 @@ fn print_start(args: &Args, port: u16) {
             "note: {} has no index.html yet, so / explains how to build the app (./scripts/demo)",
             args.static_dir.display()
         );
+    }
+    if let Some(url) = &args.broker {
+        let _ = writeln!(out, "broker: {url} (rooms are shared with the other relays on it)");
     }
     // Scripts and tests wait for exactly this line.
     let _ = writeln!(out, "LISTENING http://127.0.0.1:{port}/");

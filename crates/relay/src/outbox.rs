@@ -36,6 +36,8 @@ pub mod close_code {
     pub const POLICY: u16 = 1008;
     /// A message past the relay's hard size cap.
     pub const TOO_BIG: u16 = 1009;
+    /// The relay lost its broker: try again later (the seat is kept for the resume grace).
+    pub const TRY_AGAIN_LATER: u16 = 1013;
     /// Another connection resumed this identity (the client should not reconnect on its own).
     pub const SUPERSEDED: u16 = 4001;
 }
@@ -107,6 +109,20 @@ impl CloseReason {
         )
     }
 
+    pub fn broker_lost() -> Self {
+        Self::new(
+            close_code::TRY_AGAIN_LATER,
+            "the relay lost its broker; reconnect to take your seat back once it is back",
+        )
+    }
+
+    pub fn host_gone() -> Self {
+        Self::new(
+            close_code::GOING_AWAY,
+            "the relay hosting this room stopped, so the room has ended; ask for a new room",
+        )
+    }
+
     pub fn guessing() -> Self {
         Self::new(close_code::POLICY, "too many joins with wrong room codes; check the code first")
     }
@@ -169,6 +185,11 @@ impl QueueBudget {
             .is_ok()
     }
 
+    /// Counts bytes that must be queued whatever the bound (see [`Outbox::finish`]).
+    fn force_take(&self, bytes: usize) {
+        self.used.fetch_add(bytes, Ordering::SeqCst);
+    }
+
     fn give_back(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::SeqCst);
     }
@@ -199,6 +220,8 @@ struct Queue {
     frames: VecDeque<(Utf8Bytes, bool)>,
     bytes: usize,
     refusal_bytes: usize,
+    /// Set by [`Outbox::finish`]: close with this once the queue is written.
+    finishing: Option<CloseReason>,
 }
 
 impl Outbox {
@@ -245,6 +268,9 @@ impl Outbox {
         let limit = self.shared.limit_bytes.load(Ordering::SeqCst);
         let overflow = {
             let mut queue = self.lock();
+            if queue.finishing.is_some() {
+                return Err(PushError::Closed);
+            }
             if refusal && queue.refusal_bytes + cost > MAX_REFUSAL_BACKLOG_BYTES {
                 Some(CloseReason::ignores_refusals(MAX_REFUSAL_BACKLOG_BYTES))
             } else if queue.bytes + cost > limit {
@@ -284,6 +310,35 @@ impl Outbox {
             queue.bytes = 0;
             queue.refusal_bytes = 0;
         }
+    }
+
+    /// Queues `last` after everything already queued, accepts nothing more, and closes with
+    /// `reason` once the writer has written it all ([`Outbox::finished`]): unlike
+    /// [`Outbox::close`], what the connection was already sent still reaches it, and `last`
+    /// (an `Error` frame saying why) is the final frame. Does nothing once closing.
+    pub fn finish(&self, last: Utf8Bytes, reason: CloseReason) {
+        if self.close_reason().is_some() {
+            return;
+        }
+        {
+            let mut queue = self.lock();
+            if queue.finishing.is_some() {
+                return;
+            }
+            // Past every bound on purpose: one short frame, and nothing can follow it.
+            let cost = frame_cost(&last);
+            queue.bytes += cost;
+            self.shared.global.force_take(cost);
+            queue.frames.push_back((last, false));
+            queue.finishing = Some(reason);
+        }
+        self.shared.ready.notify_one();
+    }
+
+    /// The close [`Outbox::finish`] asked for, once its queue is empty (the writer then closes).
+    pub fn finished(&self) -> Option<CloseReason> {
+        let queue = self.lock();
+        queue.frames.is_empty().then(|| queue.finishing.clone()).flatten()
     }
 
     /// Why the connection is closing, once it is.
@@ -406,6 +461,8 @@ mod tests {
             CloseReason::relay_full(usize::MAX),
             CloseReason::flooding(u32::MAX),
             CloseReason::guessing(),
+            CloseReason::broker_lost(),
+            CloseReason::host_gone(),
             CloseReason::invalid_text(),
             CloseReason::superseded(),
             CloseReason::too_big(usize::MAX),
@@ -458,6 +515,19 @@ mod tests {
         outbox.set_limit(2 * frame_cost(&text(10)));
         outbox.push(text(10)).unwrap();
         assert_eq!(outbox.push(text(10)), Err(PushError::Overflowed));
+    }
+
+    #[test]
+    fn finish_keeps_what_was_queued_puts_its_frame_last_and_then_asks_to_close() {
+        let outbox = Outbox::new(10_000);
+        outbox.push("a".into()).unwrap();
+        outbox.finish("why".into(), CloseReason::broker_lost());
+        assert_eq!(outbox.push("late".into()), Err(PushError::Closed));
+        assert_eq!(outbox.finished(), None, "two frames still to write");
+        assert_eq!(outbox.pop().as_deref(), Some("a"));
+        assert_eq!(outbox.pop().as_deref(), Some("why"));
+        assert_eq!(outbox.finished(), Some(CloseReason::broker_lost()));
+        assert_eq!(outbox.close_reason(), None, "the writer closes once it has written them");
     }
 
     #[tokio::test]

@@ -125,6 +125,23 @@ impl Registry {
                 break candidate;
             }
         };
+        self.open(conn, name, code, now)
+    }
+
+    /// Opens room `code`, chosen by the caller (a code claimed across relays through the broker),
+    /// and seats `conn` as its dashboard; `None` if a room with that code is open here already.
+    pub fn create_as(
+        &mut self,
+        conn: &Conn,
+        name: &str,
+        code: RoomCode,
+        now: Duration,
+    ) -> Option<Seat> {
+        self.expire(now);
+        (!self.rooms.contains_key(&code)).then(|| self.open(conn, name, code, now))
+    }
+
+    fn open(&mut self, conn: &Conn, name: &str, code: RoomCode, now: Duration) -> Seat {
         let room = self.rooms.entry(code.clone()).or_insert_with(|| Room {
             last_id: 0,
             members: BTreeMap::new(),

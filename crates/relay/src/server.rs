@@ -30,6 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::timeout;
 
+use crate::broker::{Broker, BrokerError, Nats};
 use crate::config::{Config, ConfigError};
 use crate::connection;
 use crate::guesses::AddressGuesses;
@@ -50,6 +51,8 @@ pub enum ServeError {
     Config(#[from] ConfigError),
     #[error("the server stopped: {0}")]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Broker(#[from] BrokerError),
 }
 
 /// State every request and connection shares.
@@ -67,6 +70,8 @@ pub(crate) struct Shared {
     refusing: AtomicUsize,
     /// Flips to `true` once, when the relay starts shutting down.
     shutdown: watch::Sender<bool>,
+    /// Where rooms hosted by other relays are reached, if anywhere.
+    pub broker: Broker,
 }
 
 /// Counts one TCP connection as open until dropped; a websocket takes it over on upgrade.
@@ -91,7 +96,7 @@ impl Slot {
 }
 
 impl Shared {
-    fn new(config: Config) -> Self {
+    fn new(config: Config, broker: Broker) -> Self {
         let log = Log::new(config.quiet);
         let registry = Registry::new(config.limits, config.resume_grace, log.clone());
         Shared {
@@ -104,6 +109,7 @@ impl Shared {
             open: watch::Sender::new(0),
             refusing: AtomicUsize::new(0),
             shutdown: watch::Sender::new(false),
+            broker,
         }
     }
 
@@ -162,9 +168,29 @@ pub async fn serve_with_shutdown(
     config: Config,
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServeError> {
+    serve_when_ready(listener, config, signal, || {}).await
+}
+
+/// [`serve_with_shutdown`], calling `ready` once the relay is set up (its broker, if any,
+/// connected) and about to accept: `main.rs` prints its address only then.
+pub async fn serve_when_ready(
+    listener: TcpListener,
+    config: Config,
+    signal: impl Future<Output = ()> + Send + 'static,
+    ready: impl FnOnce(),
+) -> Result<(), ServeError> {
     config.validate()?;
-    let shared = Arc::new(Shared::new(config));
+    let shared = match config.broker.clone() {
+        None => Arc::new(Shared::new(config, Broker::Alone)),
+        Some(url) => {
+            let (nats, started) = Nats::connect(&url, &config).await?;
+            let shared = Arc::new(Shared::new(config, Broker::Nats(nats.clone())));
+            nats.start(&shared, started);
+            shared
+        }
+    };
     let sweeper = tokio::spawn(sweep_expired(shared.clone()));
+    ready();
     let app = router(shared.clone());
     let mut signal = pin!(signal);
     loop {
@@ -192,7 +218,14 @@ pub async fn serve_with_shutdown(
         }
     }
     shared.begin_shutdown();
+    if let Broker::Nats(nats) = &shared.broker {
+        nats.close_hosted().await;
+    }
     let _ = timeout(shared.config.shutdown_wait, shared.connections_closed()).await;
+    if let Broker::Nats(nats) = &shared.broker {
+        // The `Left`s of this relay's own connections in rooms hosted elsewhere.
+        nats.flush().await;
+    }
     sweeper.abort();
     Ok(())
 }

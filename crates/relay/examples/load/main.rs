@@ -10,6 +10,9 @@ and the others' latency with and without it).
     cargo run --release -p capelab-relay --example load -- --url ws://127.0.0.1:PORT/ws \
         --relay-pid PID [--scenarios throughput,soak,stuck] [--seconds 30] ...
 
+With several `--url`s (relays started with `--broker`), the throughput scenario spreads each
+room's members over them, so most envelopes cross the broker (`CAPE_BENCH_ONLY=broker`).
+
 `scripts/bench` (`CAPE_BENCH_ONLY=relay`) starts a release relay on a free port and runs this;
 see there for the relay flags it passes. `--relay-pid` is only for RSS (from /proc/PID/status).
 */
@@ -27,9 +30,13 @@ use traffic::{ExchangeOptions, SoakOptions, StuckOptions};
 #[derive(Debug, Parser)]
 #[command(name = "load")]
 struct Args {
-    /// The relay's websocket URL.
-    #[arg(long)]
-    url: String,
+    /// The relay's websocket URL; several (comma-separated) for relays behind one broker: the
+    /// throughput scenario then spreads each room's members over them (the others use the first).
+    #[arg(long, value_delimiter = ',', required = true)]
+    url: Vec<String>,
+    /// The name of the benchmark in the output ("relay", or "broker" for relays behind one).
+    #[arg(long, default_value = "relay")]
+    bench: String,
     /// The relay's process id, to sample its RSS (VmRSS in /proc/PID/status).
     #[arg(long)]
     relay_pid: Option<u32>,
@@ -177,7 +184,7 @@ async fn main() {
         None => Samples::default(),
     };
     let mut out = json!({
-        "bench": "relay",
+        "bench": args.bench,
         "url": args.url,
         "relay_flags": args.relay_flags,
         "machine_cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
@@ -204,7 +211,7 @@ async fn main() {
                         duration: secs(args.seconds),
                     };
                     let from = epoch.elapsed().as_secs_f64();
-                    match traffic::exchange(&args.url, &options).await {
+                    match traffic::exchange_across(&args.url, &options).await {
                         Ok(report) => {
                             if !report.correctness.clean() {
                                 failed.push("throughput: lost, duplicated, reordered or dropped");
@@ -239,7 +246,7 @@ async fn main() {
                 };
                 let before = epoch.elapsed().as_secs_f64();
                 let rss_before = args.relay_pid.and_then(rss_kib);
-                match traffic::never_reading(&args.url, &options, epoch).await {
+                match traffic::never_reading(&args.url[0], &options, epoch).await {
                     Ok(report) => {
                         if !report.correctness.clean() || report.secs_until_dropped.is_none() {
                             failed.push("stuck: the others lost messages, or it was never dropped");
@@ -295,7 +302,7 @@ async fn main() {
                     echo_every: Duration::from_millis(args.echo_every_ms.max(1)),
                     churn_every: Duration::from_millis(args.churn_every_ms.max(1)),
                 };
-                match traffic::soak(&args.url, &options, epoch).await {
+                match traffic::soak(&args.url[0], &options, epoch).await {
                     Ok(report) => {
                         if !report.dropped.is_empty()
                             || report.echoes_lost > 0

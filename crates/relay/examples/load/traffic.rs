@@ -146,11 +146,23 @@ pub async fn join(url: &str, room: &str, name: &str, resume: Option<&str>) -> Re
 
 /// A room of `members` (a dashboard and sites), seated one after the other so ids are 1..=members.
 pub async fn seat_room(url: &str, members: usize, label: &str) -> Res<Vec<Seated>> {
-    let first = create(url, &format!("{label} 1")).await?;
-    let room = first.room.clone();
-    let mut seated = vec![first];
+    seat_room_across(&[url.to_owned()], members, label, 0).await
+}
+
+/// [`seat_room`] with the members spread over several relays behind one broker, round robin
+/// from `urls[first % urls.len()]` (the room's creator, its host).
+pub async fn seat_room_across(
+    urls: &[String],
+    members: usize,
+    label: &str,
+    first: usize,
+) -> Res<Vec<Seated>> {
+    let url = |i: usize| urls[(first + i) % urls.len()].as_str();
+    let creator = create(url(0), &format!("{label} 1")).await?;
+    let room = creator.room.clone();
+    let mut seated = vec![creator];
     for i in 2..=members {
-        let member = join(url, &room, &format!("{label} {i}"), None).await?;
+        let member = join(url(i - 1), &room, &format!("{label} {i}"), None).await?;
         if member.id as usize != i {
             return Err(format!("expected id {i} in room {room}, got {}", member.id));
         }
@@ -770,6 +782,8 @@ pub struct ExchangeOptions {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct ExchangeReport {
+    /// Relays the members were spread over (behind one broker when more than one).
+    pub relays: usize,
     pub rooms: usize,
     pub members_per_room: usize,
     pub clients: usize,
@@ -790,6 +804,12 @@ pub struct ExchangeReport {
 
 /// Seats `rooms` rooms of `members` and runs small envelopes among them.
 pub async fn exchange(url: &str, options: &ExchangeOptions) -> Res<ExchangeReport> {
+    exchange_across(&[url.to_owned()], options).await
+}
+
+/// [`exchange`] with each room's members spread over `urls` (relays behind one broker), each
+/// room hosted by the next relay in turn.
+pub async fn exchange_across(urls: &[String], options: &ExchangeOptions) -> Res<ExchangeReport> {
     let plan = RoomPlan {
         members: options.members,
         rate: options.rate,
@@ -800,7 +820,7 @@ pub async fn exchange(url: &str, options: &ExchangeOptions) -> Res<ExchangeRepor
     };
     let mut seated_rooms = Vec::new();
     for r in 0..options.rooms {
-        seated_rooms.push(seat_room(url, options.members, &format!("load r{r}")).await?);
+        seated_rooms.push(seat_room_across(urls, options.members, &format!("load r{r}"), r).await?);
     }
     let limits = seated_rooms[0][0].limits;
     let run = Run::new(options.members);
@@ -825,6 +845,7 @@ pub async fn exchange(url: &str, options: &ExchangeOptions) -> Res<ExchangeRepor
     let secs = measured.as_secs_f64();
     let [_, measure, _, _] = collected.latencies;
     Ok(ExchangeReport {
+        relays: urls.len(),
         rooms: options.rooms,
         members_per_room: options.members,
         clients: options.rooms * options.members,

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod broker;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
