@@ -12,8 +12,10 @@
 // - a non-private comparison run: the sites that ticked the opt-in take part, the one that did
 //   not declines and the dashboard shows its reason; its ledger records nothing; the two runs
 //   appear together in the comparison chart.
-// A site leaving mid-training (the zero-sum repair line naming it, and ZeroSumBroken below t) is
-// covered by the web unit tests on the simulated study (study_view::nn), not here.
+// - a site closing its tab mid-training: the three others (t = 3) run a fresh SecureAgg for the
+//   zero-sum noise of the iterations left and finish all J; the dashboard names the repair, and
+//   every survivor's ledger holds its releases. (Below t it stops naming who left: the web unit
+//   tests on the simulated study, study_view::nn.)
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +23,7 @@ import assert from 'node:assert/strict';
 import {
   assertAccessible,
   assertNoErrors,
+  closeTab,
   openFold,
   openRoomWithSites,
   shot,
@@ -150,6 +153,46 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
     assert.match(legend, /Training 2 · non-private · no guarantee/);
     await shot(dashboard, 'nn-03-comparison');
     await shot(labD.tab, 'nn-04-site-declined');
+    assertNoErrors(tabs);
+  });
+
+  it('repairs the zero sum when a site closes its tab mid-training, and finishes with the others', async () => {
+    const { page } = dashboard;
+    const [labA, labB, labC, labD] = sites;
+    const survivors = [labA, labB, labC];
+    const before = await Promise.all(survivors.map(ledgerCount));
+    // Long enough to close a tab in the middle, at a cost the sites' default budgets still afford.
+    const j = 100;
+    await page.click('[data-testid="pick-nn"]');
+    await page.fill('#nn-iterations', String(j));
+    await page.fill('#nn-epsilon', '0.3');
+    await page.selectOption('#nn-mode', 'upfront');
+    await page.click('[data-testid="start-nn"]');
+    await page.waitForFunction(
+      () => Number(document.querySelector('[data-testid="nn-live"] [data-testid="nn-progress"]')?.dataset.done) >= 5,
+      null,
+      { timeout: TRAINING_TIMEOUT_MS },
+    );
+    await closeTab(tabs, labD.tab);
+
+    const result = '[data-testid="nn-result"][data-round="3"]';
+    await page.waitForSelector(result, { timeout: 3 * TRAINING_TIMEOUT_MS });
+    const stop = await page.textContent(`${result} [data-testid="nn-stop"]`);
+    assert.equal(await attr(page, result, 'data-completed'), 'true', stop);
+    assert.equal(Number(await attr(page, result, 'data-iterations')), j, stop);
+    const repairs = await page.$$eval(`${result} [data-testid="nn-repair"]`, (els) => els.map((e) => e.textContent));
+    assert.equal(repairs.length, 1, `one repair: ${repairs}`);
+    assert.match(repairs[0], /^Zero-sum repair: Lab D .*left the room in iteration \d+/);
+    assert.match(await page.textContent(`${result} h3`), /· 3 sites$/);
+    for (const [i, site] of survivors.entries()) {
+      await site.tab.page.waitForSelector(`[data-testid="nn-site"][data-released]`, { timeout: STEP_TIMEOUT_MS });
+      // J releases, and at most one more: the iteration in flight when Lab D left, redone.
+      const added = (await ledgerCount(site)) - before[i];
+      assert.ok(added === j || added === j + 1, `${site.name}: ${added} releases for ${j} iterations`);
+    }
+    const final = Number(await attr(page, `${result} [data-testid="nn-accuracy"]`, 'data-final'));
+    assert.ok(Number.isFinite(final) && final > 0.6, `held-out accuracy after the repair: ${final}`);
+    await shot(dashboard, 'nn-05-repaired');
     assertNoErrors(tabs);
   });
 });

@@ -116,6 +116,8 @@ pub enum SiteEnd {
 pub struct SiteStudyView {
     pub study: Option<StudyId>,
     pub params: Option<StudyParams>,
+    /// The parameters the dashboard announced, also when this site declined them.
+    pub announced: Option<StudyParams>,
     pub noise: Option<NoisePlan>,
     pub phase: SitePhase,
     /// f(x_s), once the rows passed the study's checks: private, never sent.
@@ -888,6 +890,7 @@ fn study_view(site: &MeanSite<SharedLedger>) -> SiteStudyView {
     SiteStudyView {
         study: site.study(),
         params: site.params().cloned(),
+        announced: site.announced_params().cloned(),
         noise: site.noise_plan().copied(),
         phase: site.phase(),
         local_mean: site.local_value().map(<[f64]>::to_vec),

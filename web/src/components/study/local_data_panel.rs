@@ -156,16 +156,22 @@ pub fn LocalDataPanel(
 
     // A table loaded after a study was announced is checked against it here, as the core would.
     let fit = move || {
-        let (params, study_id) =
-            study.view.study.with(|s| s.as_ref().and_then(|s| Some((s.params.clone()?, s.study))))?;
+        let (params, study_id) = study
+            .view
+            .study
+            .with(|s| s.as_ref().and_then(|s| Some((s.announced.clone()?, s.study))))?;
         let bounds = study.view.announced_bounds.get();
         let bounds = bounds.filter(|b| Some(b.study) == study_id).map(|b| b.bounds);
         let fit = data.with(|source| table_fit(source, &params, bounds.as_ref()))?;
         Some(match fit {
-            Ok(text) => view! { <p class="muted" data-testid="data-fit" data-fits="true">{text}</p> }.into_any(),
+            Ok(text) => {
+                view! { <p class="muted" data-testid="data-fit" data-fits="true">{text}</p> }
+                    .into_any()
+            }
             Err(text) => view! {
                 <p class="callout callout-warn" data-testid="data-fit" data-fits="false">{text}</p>
-            }.into_any(),
+            }
+            .into_any(),
         })
     };
     let radio = move |value: Choice, label: &'static str, testid: &'static str| {

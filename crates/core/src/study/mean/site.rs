@@ -117,6 +117,9 @@ pub struct MeanSite<L: LedgerAccess = Ledger> {
     rng: CapeRng,
     study: Option<StudyId>,
     joined: Option<Joined>,
+    /// The parameters the aggregator announced, kept even when the site declined them (its UI
+    /// checks a table loaded later against them).
+    announced: Option<StudyParams>,
     conventional_sent: bool,
     history: Vec<SiteAttempt>,
     spent: Vec<LedgerEntry>,
@@ -159,6 +162,7 @@ impl<L: LedgerAccess> MeanSite<L> {
             rng,
             study: None,
             joined: None,
+            announced: None,
             conventional_sent: false,
             history: Vec::new(),
             spent: Vec::new(),
@@ -180,6 +184,11 @@ impl<L: LedgerAccess> MeanSite<L> {
 
     pub fn params(&self) -> Option<&StudyParams> {
         self.joined.as_ref().map(|j| &j.params)
+    }
+
+    /// The study's parameters as announced, whether or not this site accepted them.
+    pub fn announced_params(&self) -> Option<&StudyParams> {
+        self.announced.as_ref()
     }
 
     pub fn noise_plan(&self) -> Option<&NoisePlan> {
@@ -322,6 +331,7 @@ impl<L: LedgerAccess> MeanSite<L> {
             return Err(StudyError::Duplicate { from, kind: kind::START });
         }
         self.study = Some(study);
+        self.announced = Some(params.clone());
         if !params.is_invited(self.me) {
             self.state = State::NotInvited;
             return Err(StudyError::NotInvited { me: self.me, study });
