@@ -172,7 +172,7 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
     assert.match(legend, /CLI non-partitioned baseline \(mode nonpartitioned, K = 5, T = 200\)/);
     const lines = await page.$$eval('[data-testid="vvi-nll"] svg path[stroke-dasharray]', (p) => p.length);
     assert.ok(lines >= 1, 'the CLI curve is dashed');
-    assert.match(await page.textContent('[data-testid="vvi-baseline-settings"]'), /mode nonpartitioned on CPS1988: K = 5, σ = 1, C = 1, B = 30, T = 200/);
+    assert.match(await page.textContent('[data-testid="vvi-baseline-settings"]'), /mode nonpartitioned on CPS1988: K = 5, σ = 1(\.0+)?, C = 1(\.0+)?, B = 30, T = 200/);
     const mismatches = await page.$$eval('[data-testid="vvi-baseline-mismatch"]', (li) => li.map((l) => l.textContent));
     assert.deepEqual(mismatches, ['T (steps): the CLI\'s 200, this run\'s 3']);
     assert.match(await page.textContent('[data-testid="vvi-baseline-command"]'), /--mode nonpartitioned --data cps1988 --components 5 .*--steps 3 /);

@@ -80,11 +80,6 @@ impl VviData {
             VviData::Own { .. } => Err("a party's own columns come from its own file".into()),
         }
     }
-
-    /// Whether the dashboard may follow the test NLL: only on a public table.
-    pub fn is_public(&self) -> bool {
-        !matches!(self, VviData::Own { .. })
-    }
 }
 
 /// Party p's columns of the joined CPS1988 file, encoded against the public schema. The joined
@@ -201,10 +196,7 @@ mod tests {
         assert_eq!(test.iter().map(|b| (b.rows, b.features)).collect::<Vec<_>>(), [(2, 5), (2, 2)]);
         // The parties' own columns: the schema is CPS1988's, N the form's, and no test rows.
         let own = VviSource::Own.data(300, 9);
-        assert_eq!(
-            (own, own.rows(), own.file(), own.is_public()),
-            (VviData::Own { rows: 300 }, 300, None, false)
-        );
+        assert_eq!((own, own.rows(), own.file()), (VviData::Own { rows: 300 }, 300, None));
         assert_eq!(own.schema(), cps1988::schema());
         assert_eq!(test_blocks(&own, None, &[0]).unwrap(), None);
         assert!(own.block(0, None).is_err());
