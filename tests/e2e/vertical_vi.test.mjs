@@ -231,6 +231,7 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
     const declined = sites[0].tab.page.locator('[data-testid="vvi-site-declined"]');
     await declined.waitFor({ timeout: STEP_TIMEOUT_MS });
     assert.match(await declined.textContent(), /row 3 \(line 5\): unknown category 'martian'/);
+    assert.equal(await sites[0].tab.page.$('[data-testid="vvi-site-epsilon"]'), null, 'a tab that declined states no guarantee');
     await sites[1].tab.page.waitForSelector('[data-testid="vvi-site-panel"][data-stopped="true"][data-released="false"]', { timeout: STEP_TIMEOUT_MS });
     assert.deepEqual(await Promise.all(sites.slice(0, 2).map((s) => spent(s.tab.page))), ledgers, 'no ledger charged');
     await shot(sites[0].tab, 'vvi-07-own-columns-declined');

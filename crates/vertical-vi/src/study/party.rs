@@ -149,7 +149,7 @@ impl<L: LedgerAccess> Party<L> {
         let unusable = self.unusable.clone().map_or(Ok(()), |r| Err(StudyError::Task(r)));
         let accepted = task
             .check(self.aggregator)
-            .and_then(|()| unusable)
+            .and(unusable)
             .and_then(|()| task.check_block(index, &self.block))
             .and_then(|()| {
                 let releases =

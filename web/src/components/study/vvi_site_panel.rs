@@ -21,7 +21,8 @@ pub fn VviSitePanel(study: SiteStudy) -> impl IntoView {
             } else {
                 format!("This tab is {}.", v.role)
             };
-            let epsilon = v.epsilon.map(|(e, d)| {
+            // A tab that declined released nothing: no guarantee to state.
+            let epsilon = v.epsilon.filter(|_| v.declined.is_none()).map(|(e, d)| {
                 format!(
                     "The released posterior's guarantee for the outside analyst: ε = {} at δ = {}{}.",
                     format_value(e),
