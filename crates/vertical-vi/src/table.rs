@@ -70,6 +70,25 @@ pub enum TableError {
     Bounds { column: String, lo: f64, hi: f64, why: &'static str },
 }
 
+impl TableError {
+    /// The error as a party may tell the other members of a run: the same problem, party, column
+    /// and row, without the offending text (a party's values never leave its tab; its own
+    /// screen shows the whole error).
+    pub fn without_values(&self) -> String {
+        match self {
+            TableError::NotANumber { party, column, row, line, .. } => format!(
+                "party '{party}', column '{column}', row {row} (line {line}): not a finite number \
+                 (the value stays with the party)"
+            ),
+            TableError::UnknownCategory { party, column, row, line, .. } => format!(
+                "party '{party}', column '{column}', row {row} (line {line}): not one of the \
+                 column's public labels (the value stays with the party)"
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// How many values of one Beta column fell outside its public bounds and were clamped.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClampReport {

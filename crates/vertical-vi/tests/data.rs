@@ -97,6 +97,24 @@ fn errors_name_column_row_and_value() {
 }
 
 #[test]
+fn what_a_party_may_tell_others_names_the_cell_but_not_its_value() {
+    let p = &toy().parties[0];
+    let e = table::read_party(p, "age,sex\n1,f\n3,martian\n").unwrap_err();
+    assert!(e.to_string().contains("martian"), "its own screen shows the value: {e}");
+    let told = e.without_values();
+    assert!(!told.contains("martian"), "{told}");
+    assert!(
+        told.contains("column 'sex', row 1 (line 3)") && told.contains("public labels"),
+        "{told}"
+    );
+    let e = table::read_party(p, "age,sex\n41.5e9x,f\n").unwrap_err();
+    let told = e.without_values();
+    assert!(!told.contains("41.5e9x") && told.contains("not a finite number"), "{told}");
+    let e = table::read_party(p, "age\n3\n").unwrap_err();
+    assert_eq!(e.without_values(), e.to_string(), "a missing column quotes no value");
+}
+
+#[test]
 fn cells_map_back_to_the_original_scale() {
     let s = toy();
     let t = table::read_parties(&s, &["age,sex\n25,m\n", "income\n100\n"]).unwrap();

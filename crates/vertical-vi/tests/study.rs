@@ -328,6 +328,37 @@ fn bad_tasks_and_tables_are_refused_naming_the_problem() {
     );
 }
 
+/// (d′) a party whose block could not be read (its file did not fit the announced schema) declines
+/// the task with the reason it was given: every member stops naming it, no key, triple or round
+/// leaves, and no ledger records anything.
+#[test]
+fn a_party_without_a_usable_block_declines_with_its_reason() {
+    use capelab_vertical_vi::study::Party;
+    let g = adult_like(200, 10);
+    let mut s = sim(g.blocks.clone(), &g.schema, 5);
+    let (me, agg) = (s.parties[0].transport.inner.id(), s.aggregator.transport.inner.id());
+    let why = "its file: column 'sex', row 7: not one of the public labels";
+    s.parties[0].machine =
+        Party::new(me, agg, g.blocks[0].clone(), ledger(0), Seed::Fixed(SEED)).refusing(why.into());
+    s.run();
+    for status in s.statuses() {
+        let reason = stopped(&status);
+        assert!(
+            reason.contains(&format!("party 0 (participant {me}) refused the run")),
+            "{reason}"
+        );
+        assert!(reason.contains(why), "{reason}");
+    }
+    for p in &mut s.parties {
+        assert!(p.machine.ledger().entries().is_empty());
+    }
+    let seen = s.seen();
+    let sent_by_party0: Vec<&str> =
+        seen.iter().filter(|e| e.from == me).map(|e| e.kind.as_str()).collect();
+    assert!(sent_by_party0.iter().all(|k| *k == kind::STOP), "{sent_by_party0:?}");
+    assert!(seen.iter().all(|e| e.kind != kind::ROUND && e.kind != kind::TRIPLES));
+}
+
 /// (e) messages from a participant outside the run are refused naming it, and change nothing.
 #[test]
 fn a_participant_outside_the_run_is_refused() {

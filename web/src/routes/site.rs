@@ -14,6 +14,7 @@ use crate::components::study::ledger_panel::LedgerPanel;
 use crate::components::study::local_data_panel::LocalDataPanel;
 use crate::components::study::nn_site_panel::{NnOptIn, NnSitePanel};
 use crate::components::study::site_study_panel::SiteStudyPanel;
+use crate::components::study::vvi_own_card::VviOwnCard;
 use crate::components::study::vvi_site_panel::VviSitePanel;
 use crate::local_data::DataSource;
 use crate::roster::display_name;
@@ -59,6 +60,12 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
         } else {
             "generated subjects (default)".to_owned()
         }
+    };
+    let vvi_hint = move || {
+        study.view.vvi_own.with(|o| match o {
+            Some(o) => o.origin.clone(),
+            None => "none loaded".to_owned(),
+        })
     };
     let nn_hint = move || {
         if study.view.allow_nonprivate.get() { "opted in" } else { "not opted in" }.to_owned()
@@ -115,6 +122,10 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
                 <Fold title="Joint ICA: your own data files" testid="fold-ica-data"
                     hint=Signal::derive(ica_hint) open=Signal::derive(move || study.view.ica_file.with(Option::is_some))>
                     <OwnDataCard study />
+                </Fold>
+                <Fold title="Vertical study: your own columns" testid="fold-vvi-own"
+                    hint=Signal::derive(vvi_hint) open=Signal::derive(move || study.view.vvi_own.with(Option::is_some))>
+                    <VviOwnCard study />
                 </Fold>
                 <Fold title="Neural network: non-private runs" testid="fold-nn"
                     hint=Signal::derive(nn_hint) open=Signal::derive(|| false)>

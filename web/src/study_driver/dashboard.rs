@@ -115,6 +115,8 @@ pub struct DashboardView {
     pub vvi: RwSignal<Option<VviLive>>,
     /// The vertical study is fetching CPS1988 (for the test NLL) before it starts.
     pub vvi_preparing: RwSignal<bool>,
+    /// A `cape vertical-vi --json` run loaded for the NLL chart (the non-partitioned baseline).
+    pub vvi_baseline: RwSignal<Option<crate::study_view::vvi_baseline::CliRun>>,
 }
 
 impl DashboardView {
@@ -227,6 +229,7 @@ impl DashboardStudy {
             efpsn_preparing: RwSignal::new(false),
             vvi_preparing: RwSignal::new(false),
             vvi: RwSignal::new(None),
+            vvi_baseline: RwSignal::new(None),
         };
         let inner = Rc::new(RefCell::new(Inner {
             room,
@@ -392,7 +395,8 @@ impl DashboardStudy {
                 Ok(())
             });
         };
-        if source == VviSource::Generated {
+        // Only CPS1988 is fetched here; a generated table is redrawn, own columns are not public.
+        if source != VviSource::Cps1988 {
             open(*self, None);
             return;
         }

@@ -13,6 +13,7 @@ The protocol drivers: the one place where transport events meet the private-mean
   observer; each site's agent runs in its Web Worker (Paillier is heavy).
 - [`vvi_run`]: the vertical synthetic-data study (DP-VI + MPC, seed 004): the task and the
   data announcement, the core's aggregator; the parties and the dealer run in their workers.
+  [`vvi_own`]: a party's own CSV column block, read against the announced schema and N.
 - [`nn_run`]: the NN study (CAPE gradient descent): the core's `IterativeAggregator` on the
   dashboard; [`dashboard`] and [`site`] route its messages (one study at a time per tab).
 
@@ -30,6 +31,7 @@ pub mod site;
 pub mod step_gate;
 pub mod target;
 pub mod vvi_data;
+pub mod vvi_own;
 pub mod vvi_run;
 pub mod wire;
 

@@ -39,7 +39,8 @@ use capelab_core::transport::{Transport, TransportEvent};
 use capelab_core::wire::{ParticipantId, Peer, Role, To};
 use leptos::prelude::*;
 
-use super::vvi_run::{self, DataAnnouncement};
+use super::vvi_own::OwnColumns;
+use super::vvi_run::{self, DataAnnouncement, VviData};
 use super::wall_ms;
 use super::wire::{StudyTransport, WireLog};
 use crate::ledger_report::{self, LedgerReport};
@@ -142,6 +143,9 @@ pub struct SiteView {
     pub vvi: RwSignal<Option<VviSiteView>>,
     /// A data matrix loaded for Joint ICA studies (instead of generated subjects).
     pub ica_file: RwSignal<Option<OwnData>>,
+    /// This tab's own columns for a vertical study on the parties' own CSV blocks (private: they
+    /// go to this tab's worker only, when such a run starts).
+    pub vvi_own: RwSignal<Option<OwnColumns>>,
     /// Where this site's values come from; the Local data panel edits it.
     pub data: RwSignal<DataSource>,
     /// How the site's table was mapped with the regression study's public bounds (private).
@@ -206,6 +210,7 @@ impl SiteStudy {
             efpsn: RwSignal::new(None),
             vvi: RwSignal::new(None),
             ica_file: RwSignal::new(None),
+            vvi_own: RwSignal::new(None),
             data: RwSignal::new(DataSource::Seeded { seed: fresh_seed() }),
             prepared: RwSignal::new(None),
             announced_bounds: RwSignal::new(None),
@@ -624,6 +629,11 @@ impl SiteStudy {
         let data = guard.vvi_data.as_ref().filter(|d| Some(d.study) == study).map(|d| d.data);
         // A party on CPS1988 fetches the file in its worker, which keeps only its own columns.
         let file_url = data.and_then(|d| d.file()).and_then(|f| crate::fetch::absolute(f).ok());
+        // A party on its own columns hands their text to its worker; no other run sees them.
+        let own = match data {
+            Some(VviData::Own { .. }) => self.view.vvi_own.get_untracked().map(|o| o.text),
+            _ => None,
+        };
         let start = ToWorker::VviStart {
             me: me.id,
             aggregator: from,
@@ -631,6 +641,7 @@ impl SiteStudy {
             ledger_json: ledger.borrow().to_json(),
             data,
             file_url,
+            own,
             twin_seed: fresh_seed(),
         };
         let Some(host) = self.worker(&mut guard) else { return };

@@ -8,9 +8,12 @@ each party just before `vvi/start`), and how a party gets its block of it.
   from `data/`), with the crate's default vertical split and public schema
   ([`cps1988::schema`]: bounds and category labels fixed a priori, never read from the data).
   Each party's worker fetches the file and keeps only its own columns ([`cps1988_block`]).
+- [`VviData::Own`]: each party's own CSV column block, loaded on its tab, read against CPS1988's
+  public schema (the announced columns, bounds and labels) and the announced row count N
+  ([`super::vvi_own`]). Nothing of it is public.
 
-Both tables are public, which is why the dashboard may redraw (or fetch) the test rows and follow
-the test NLL ([`test_blocks`]); with private columns it could not.
+The first two tables are public, which is why the dashboard may redraw (or fetch) the test rows
+and follow the test NLL ([`test_blocks`]); with the parties' own columns it cannot.
 */
 
 use capelab_core::codec;
@@ -34,6 +37,8 @@ pub enum VviData {
     Generated { rows: usize, seed: u64 },
     /// CPS1988 (28 155 rows), each party its columns of the default split.
     Cps1988,
+    /// Each party's own columns of `rows` rows (aligned by position), against CPS1988's schema.
+    Own { rows: usize },
 }
 
 impl VviData {
@@ -41,7 +46,7 @@ impl VviData {
     pub fn schema(&self) -> Schema {
         match self {
             VviData::Generated { .. } => adult_like_schema(),
-            VviData::Cps1988 => cps1988::schema(),
+            VviData::Cps1988 | VviData::Own { .. } => cps1988::schema(),
         }
     }
 
@@ -50,18 +55,20 @@ impl VviData {
         match *self {
             VviData::Generated { rows, .. } => rows,
             VviData::Cps1988 => cps1988::ROWS,
+            VviData::Own { rows } => rows,
         }
     }
 
     /// The file a party fetches for its block, if any (relative to the page).
     pub fn file(&self) -> Option<&'static str> {
         match self {
-            VviData::Generated { .. } => None,
+            VviData::Generated { .. } | VviData::Own { .. } => None,
             VviData::Cps1988 => Some(CPS1988_URL),
         }
     }
 
-    /// Party p's block: drawn from the seed, or cut from the fetched joined file `joined`.
+    /// Party p's block: drawn from the seed, or cut from the fetched joined file `joined`. (Own
+    /// columns are read from the party's own text: [`super::vvi_own::own_block`].)
     pub fn block(&self, party: usize, joined: Option<&str>) -> Result<PartyBlock, String> {
         match *self {
             VviData::Generated { rows, seed } => adult_like(rows, seed)
@@ -70,6 +77,7 @@ impl VviData {
                 .nth(party)
                 .ok_or_else(|| format!("the generated table has no party {party}")),
             VviData::Cps1988 => cps1988_block(joined.ok_or("CPS1988 was not fetched")?, party),
+            VviData::Own { .. } => Err("a party's own columns come from its own file".into()),
         }
     }
 }
@@ -86,12 +94,13 @@ pub fn cps1988_block(joined: &str, party: usize) -> Result<PartyBlock, String> {
 }
 
 /// The test rows of every party (`test` indices), for the dashboard's test NLL. Possible only
-/// because the table is public: generated from the announced seed, or CPS1988 fetched whole.
+/// because the table is public: generated from the announced seed, or CPS1988 fetched whole;
+/// `None` for the parties' own columns, of which no tab holds a whole row.
 pub fn test_blocks(
     data: &VviData,
     joined: Option<&str>,
     test: &[usize],
-) -> Result<Vec<PartyBlock>, String> {
+) -> Result<Option<Vec<PartyBlock>>, String> {
     let blocks = match data {
         VviData::Generated { rows, seed } => adult_like(*rows, *seed).blocks,
         VviData::Cps1988 => {
@@ -99,8 +108,9 @@ pub fn test_blocks(
             let (tables, _) = cps1988::load(joined).map_err(|e| format!("{CPS1988_URL}: {e}"))?;
             tables.into_iter().map(|t| t.block).collect()
         }
+        VviData::Own { .. } => return Ok(None),
     };
-    Ok(blocks.iter().map(|b| select_rows(b, test)).collect())
+    Ok(Some(blocks.iter().map(|b| select_rows(b, test)).collect()))
 }
 
 /// The data source the dashboard's form picks.
@@ -111,6 +121,8 @@ pub enum VviSource {
     Generated,
     /// CPS1988, each party its own columns (N = 28 155).
     Cps1988,
+    /// Each party's own CSV columns (CPS1988's schema, N from the form).
+    Own,
 }
 
 impl VviSource {
@@ -119,6 +131,7 @@ impl VviSource {
         match self {
             VviSource::Generated => VviData::Generated { rows, seed },
             VviSource::Cps1988 => VviData::Cps1988,
+            VviSource::Own => VviData::Own { rows },
         }
     }
 }
@@ -175,11 +188,17 @@ mod tests {
         assert_eq!(data.block(1, None).unwrap().features, 2);
         assert!(data.block(2, None).is_err());
         assert_eq!(data.file(), None);
-        for data in [data, VviData::Cps1988] {
+        for data in [data, VviData::Cps1988, VviData::Own { rows: 7 }] {
             let msg = DataAnnouncement { study: StudyId([1; 16]), data };
             assert_eq!(DataAnnouncement::decode(&msg.encode()).unwrap(), msg);
         }
-        let test = test_blocks(&VviData::Cps1988, Some(JOINED), &[2, 0]).unwrap();
+        let test = test_blocks(&VviData::Cps1988, Some(JOINED), &[2, 0]).unwrap().unwrap();
         assert_eq!(test.iter().map(|b| (b.rows, b.features)).collect::<Vec<_>>(), [(2, 5), (2, 2)]);
+        // The parties' own columns: the schema is CPS1988's, N the form's, and no test rows.
+        let own = VviSource::Own.data(300, 9);
+        assert_eq!((own, own.rows(), own.file()), (VviData::Own { rows: 300 }, 300, None));
+        assert_eq!(own.schema(), cps1988::schema());
+        assert_eq!(test_blocks(&own, None, &[0]).unwrap(), None);
+        assert!(own.block(0, None).is_err());
     }
 }

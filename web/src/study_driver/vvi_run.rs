@@ -7,13 +7,14 @@ Adam: cheap, so it runs on the page's thread (as EFPSN's observer does); the MPC
 parties' and the dealer's workers.
 
 **Data** ([`super::vvi_data`]): a seeded Adult-like table every party tab draws and cuts to its
-columns (a stand-in: anyone with the seed could redraw it), or CPS1988, whose file each party's
-worker fetches and cuts to its own columns. The table is announced ([`DataAnnouncement`]) before
-the task.
+columns (a stand-in: anyone with the seed could redraw it), CPS1988, whose file each party's
+worker fetches and cuts to its own columns, or each party's own CSV column block, read against
+CPS1988's public schema and the form's N ([`super::vvi_own`]). The table is announced
+([`DataAnnouncement`]) before the task.
 
-**Test NLL.** Because both tables are public, the dashboard redraws (or fetches) the test rows and
-follows the posterior's test NLL step by step ([`VviLive::nll`]). With private columns no tab
-could: the NLL needs every party's columns of the same rows, which is what the study never joins.
+**Test NLL.** On the public tables the dashboard redraws (or fetches) the test rows and follows
+the posterior's test NLL step by step ([`VviLive::nll`]). On the parties' own columns no tab can:
+the NLL needs every party's columns of the same rows, which is what the study never joins.
 */
 
 use std::collections::BTreeMap;
@@ -49,7 +50,8 @@ pub struct VviFields {
     pub learning_rate: f64,
     pub dealer: Option<ParticipantId>,
     pub parties: [Option<ParticipantId>; 2],
-    /// Which table: generated (N = `rows`) or CPS1988 (its own N; `rows` is not used).
+    /// Which table: generated (N = `rows`), CPS1988 (its own N; `rows` is not used) or the
+    /// parties' own columns (N = `rows`, which every party's file must hold).
     pub source: VviSource,
 }
 
@@ -124,7 +126,7 @@ impl VviFields {
     ) -> Result<VviTask, String> {
         let split_seed = match data {
             VviData::Cps1988 => cps1988::SPLIT_SEED,
-            VviData::Generated { .. } => split_seed,
+            VviData::Generated { .. } | VviData::Own { .. } => split_seed,
         };
         let task = VviTask {
             schema: data.schema(),
@@ -191,8 +193,8 @@ pub struct VviRun {
     players: Vec<PlayerEpsilon>,
     twin_seed: u64,
     twin: Option<TwinView>,
-    /// The public table's test rows, per party.
-    test: Vec<PartyBlock>,
+    /// The public table's test rows, per party (none on the parties' own columns).
+    test: Option<Vec<PartyBlock>>,
     nll: Vec<(u32, f64)>,
 }
 
@@ -249,15 +251,16 @@ impl VviRun {
         Ok(run)
     }
 
-    /// The test NLL of the posterior as it stands, once per step reached.
+    /// The test NLL of the posterior as it stands, once per step reached (public tables only).
     fn record_nll(&mut self) {
+        let Some(test) = &self.test else { return };
         let agg = &self.driver.machine;
         let step = agg.steps_done();
         if self.nll.last().is_some_and(|&(s, _)| s >= step) {
             return;
         }
         let posterior = Posterior { model: agg.model().clone(), q: agg.q().clone() };
-        self.nll.push((step, posterior.test_nll(&self.test)));
+        self.nll.push((step, posterior.test_nll(test)));
     }
 
     pub fn is_finished(&self) -> bool {
@@ -334,5 +337,16 @@ mod tests {
         assert_eq!((task.rows, task.split_seed), (cps1988::ROWS, cps1988::SPLIT_SEED));
         assert_eq!(task.schema, cps1988::schema());
         assert_eq!(task.train_rows(), 22_524);
+    }
+
+    #[test]
+    fn an_own_columns_task_is_cps1988_s_schema_on_the_form_s_n() {
+        let f = VviFields { source: VviSource::Own, rows: 300, ..VviFields::default() };
+        let data = f.source.data(f.rows, 9);
+        let task = f.task(&data, vec![2, 3], 4, 1, 9).unwrap();
+        assert_eq!((task.rows, task.split_seed, task.train_rows()), (300, 9, 240));
+        assert_eq!(task.schema, cps1988::schema());
+        let big = VviFields { batch: 500, ..f };
+        assert!(big.task(&data, vec![2, 3], 4, 1, 9).unwrap_err().contains("batch"));
     }
 }

@@ -9,6 +9,7 @@ core simulates; the components render what they return.
 - [`export`]: a round as JSON and CSV.
 - [`ledger_groups`]: a site's ledger by study (name, ε before → after, its releases).
 - [`vvi`]: the vertical synthetic-data study: status, ε per player, the twin, marginals.
+- [`vvi_baseline`]: a `cape vertical-vi --json` run read for the NLL chart, and how it differs.
 - [`compare`]: the session's NN runs and regression rounds side by side.
 - [`bounds`]: a guarantee under PLD and RDP side by side, and which one a ledger charges.
 */
@@ -26,6 +27,7 @@ pub mod regression;
 pub mod results;
 pub mod round_charge;
 pub mod vvi;
+pub mod vvi_baseline;
 
 #[cfg(test)]
 pub(crate) mod fixtures {

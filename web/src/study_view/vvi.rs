@@ -15,6 +15,7 @@ use crate::components::charts::line::{LineChartSpec, Series};
 use crate::components::charts::scale::Scale;
 use crate::components::charts::scale::format_value;
 use crate::components::charts::svg::PALETTE;
+use crate::study_view::vvi_baseline::CliRun;
 
 /// A role's status as a sentence and a progress fraction (steps done of T).
 pub fn status_text(status: &Status, steps: u32) -> (String, f64) {
@@ -165,22 +166,39 @@ pub fn release_json(task: &VviTask, release: &Release, players: &[PlayerEpsilon]
     serde_json::to_string_pretty(&value).unwrap_or_default()
 }
 
-/// The posterior's test NLL against the step (the dashboard's, on the public generated table).
-pub fn nll_chart(nll: &[(u32, f64)], steps: u32) -> LineChartSpec {
+/// The posterior's test NLL against the step (the dashboard's, on a public table), and beside it
+/// a CLI run's when one is loaded. A line without points (the parties' own columns: no NLL) is
+/// left out of the legend.
+pub fn nll_chart(nll: &[(u32, f64)], steps: u32, cli: Option<&CliRun>) -> LineChartSpec {
     let points: Vec<(f64, f64)> = nll.iter().map(|&(s, v)| (f64::from(s), v)).collect();
-    LineChartSpec {
-        title: "Test NLL of the posterior (held-out rows of the public table)".into(),
-        x_label: "step t".into(),
-        y_label: "mean NLL per record (nats)".into(),
-        x: Scale::Linear { min: 0.0, max: f64::from(steps.max(1)) },
-        y: Scale::linear_fit(points.iter().map(|p| p.1), &[]),
-        series: vec![Series {
-            name: "DP-VI + MPC".into(),
+    let cli_points = cli.map(CliRun::points).unwrap_or_default();
+    let x_max = cli_points.iter().map(|p| p.0).fold(f64::from(steps.max(1)), f64::max);
+    let mut series = Vec::new();
+    if !points.is_empty() {
+        series.push(Series {
+            name: "DP-VI + MPC (this run)".into(),
             color: PALETTE[0],
             dots: points.len() <= 30,
-            points,
+            points: points.clone(),
             dashed: false,
-        }],
+        });
+    }
+    if let Some(run) = cli {
+        series.push(Series {
+            name: run.legend(),
+            color: PALETTE[1],
+            dots: cli_points.len() <= 30,
+            points: cli_points.clone(),
+            dashed: true,
+        });
+    }
+    LineChartSpec {
+        title: "Test NLL of the posterior (held-out rows)".into(),
+        x_label: "step t".into(),
+        y_label: "mean NLL per record (nats)".into(),
+        x: Scale::Linear { min: 0.0, max: x_max },
+        y: Scale::linear_fit(points.iter().chain(&cli_points).map(|p| p.1), &[]),
+        series,
         markers: Vec::new(),
         note: None,
     }
@@ -273,10 +291,29 @@ mod tests {
 
     #[test]
     fn the_nll_chart_draws_one_point_per_step_recorded() {
-        let spec = nll_chart(&[(0, 3.9), (1, 3.5), (4, 3.1)], 10);
+        let spec = nll_chart(&[(0, 3.9), (1, 3.5), (4, 3.1)], 10, None);
         assert_eq!(spec.series[0].points, vec![(0.0, 3.9), (1.0, 3.5), (4.0, 3.1)]);
         assert_eq!(spec.x, Scale::Linear { min: 0.0, max: 10.0 });
         let svg = crate::components::charts::line::render(&spec, "t");
         assert!(svg.contains("<svg"), "{svg}");
+    }
+
+    #[test]
+    fn a_cli_run_is_a_second_dashed_line_and_widens_the_axis() {
+        let cli = crate::study_view::vvi_baseline::parse(include_str!(
+            "testdata/vvi_nonpartitioned_cps1988.json"
+        ))
+        .unwrap();
+        let spec = nll_chart(&[(0, 3.9), (1, 3.5)], 20, Some(&cli));
+        assert_eq!(spec.series.len(), 2);
+        assert!(spec.series[1].dashed && spec.series[1].name.contains("non-partitioned baseline"));
+        assert_eq!(spec.series[1].points, cli.points());
+        assert_eq!(spec.x, Scale::Linear { min: 0.0, max: 200.0 });
+        let svg = crate::components::charts::line::render(&spec, "t");
+        assert!(svg.contains("non-partitioned baseline"), "the legend names it");
+        // The parties' own columns: no NLL of this run, the baseline alone, one legend entry.
+        let alone = nll_chart(&[], 20, Some(&cli));
+        assert_eq!(alone.series.len(), 1);
+        assert!(crate::components::charts::line::render(&alone, "t").contains("<svg"));
     }
 }

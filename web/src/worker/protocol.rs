@@ -84,6 +84,8 @@ pub enum ToWorker {
         /// The absolute address of the table's file, when the party fetches one (a worker
         /// started from a `blob:` URL cannot resolve the page's relative addresses).
         file_url: Option<String>,
+        /// The tab's own columns (CSV text), only for a run on them (`VviData::Own`).
+        own: Option<String>,
         twin_seed: u64,
     },
     /// The worker's own fetch of the vertical study's table finished (never sent by the tab).

@@ -2,7 +2,9 @@
 A site tab's role in the vertical synthetic-data study (DP-VI + MPC), as its worker runs it: a
 [`Party`] on its block of the announced table, or the [`Dealer`]. Each step is a few MPC rounds
 of ring arithmetic over B × D secret-shared values (and the dealer's triples for all of them),
-too much for the page's thread. Once the posterior is released, a party draws the synthetic twin
+too much for the page's thread. A party on its own columns gets their text with `vvi/start` and
+reads it against the task ([`own_block`]); a file that does not fit makes it decline the run,
+naming row, column and value here and only row and column to the others. Once the posterior is released, a party draws the synthetic twin
 (every column, from the tab's twin seed) and compares its own columns' marginals with its real
 ones, in the worker: the real block never leaves it. Plain Rust, tested natively.
 */
@@ -16,6 +18,7 @@ use capelab_vertical_vi::study::{Body, Dealer, Party, Status, StudyError, VviMes
 use serde::{Deserialize, Serialize};
 
 use super::protocol::{FromWorker, LedgerWatch};
+use crate::study_driver::vvi_own::{Refusal, own_block};
 use crate::study_driver::vvi_run::VviData;
 use crate::study_view::vvi::{Marginal, marginals, status_text, twin, twin_table};
 
@@ -53,6 +56,9 @@ pub struct VviSiteView {
     pub progress: f64,
     pub released: bool,
     pub stopped: Option<String>,
+    /// Why this party declined the run with its own columns, in full (values included: shown
+    /// on this tab only; the others hear it without the values).
+    pub declined: Option<String>,
     /// The run's ε at δ for the outside analyst, what a party's ledger records.
     pub epsilon: Option<(f64, f64)>,
     /// After the release, a party's columns: real against the synthetic twin.
@@ -70,6 +76,8 @@ struct Pending {
     payload: Vec<u8>,
     ledger: Ledger,
     data: Option<VviData>,
+    /// The party's own columns as text, when the run is on them.
+    own: Option<String>,
     queue: Vec<Queued>,
 }
 
@@ -88,12 +96,14 @@ pub struct VviEngine {
     refusals: Vec<String>,
     twin_seed: u64,
     twin: Option<(Vec<Marginal>, String)>,
+    declined: Option<String>,
 }
 
 impl VviEngine {
     /// A `vvi/start`. A party on a table it must fetch (CPS1988) waits for
     /// [`VviEngine::table`]: it asks the worker to fetch `file_url` ([`FromWorker::Fetch`]) and
-    /// keeps the run's messages, in order, until the file is here.
+    /// keeps the run's messages, in order, until the file is here. `own`: the tab's own columns,
+    /// sent along only for a run on them.
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
@@ -103,6 +113,7 @@ impl VviEngine {
         ledger_json: &str,
         data: Option<VviData>,
         file_url: Option<String>,
+        own: Option<String>,
         twin_seed: u64,
         now_ms: u64,
     ) -> Vec<FromWorker> {
@@ -118,8 +129,8 @@ impl VviEngine {
         *self = VviEngine { twin_seed, ..VviEngine::default() };
         self.ledger.reset(&ledger);
         self.epsilon = task.epsilon().ok().map(|e| (e, task.delta));
-        let start =
-            Pending { me, aggregator, payload: payload.to_vec(), ledger, data, queue: Vec::new() };
+        let queue = Vec::new();
+        let start = Pending { me, aggregator, payload: payload.to_vec(), ledger, data, own, queue };
         let index = task.parties.iter().position(|&p| p == me);
         let fetch = match (index, data.and_then(|d| d.file())) {
             (Some(_), Some(file)) => Some(file_url.unwrap_or_else(|| file.to_string())),
@@ -131,7 +142,7 @@ impl VviEngine {
                 self.pending = Some(start);
                 vec![FromWorker::Fetch { url }, FromWorker::VviView(Box::new(self.view()))]
             }
-            None => self.begin(start, None, now_ms),
+            None => self.begin(start, Ok(None), now_ms),
         }
     }
 
@@ -140,34 +151,50 @@ impl VviEngine {
     pub fn table(&mut self, joined: Result<String, String>, now_ms: u64) -> Vec<FromWorker> {
         let Some(start) = self.pending.take() else { return Vec::new() };
         match joined {
-            Ok(text) => self.begin(start, Some(&text), now_ms),
-            Err(e) => {
-                self.refusals.push(e);
-                self.begin(start, None, now_ms)
-            }
+            Ok(text) => self.begin(start, Ok(Some(&text)), now_ms),
+            Err(e) => self.begin(start, Err(e), now_ms),
         }
     }
 
     /// The role on its block; `joined` is the fetched file, read here and dropped: only this
     /// party's columns are kept (the other party's columns never enter the worker's state).
-    fn begin(&mut self, start: Pending, joined: Option<&str>, now_ms: u64) -> Vec<FromWorker> {
-        let Pending { me, aggregator, payload, ledger, data, queue } = start;
+    /// `joined`: `Err` when its fetch failed.
+    fn begin(
+        &mut self,
+        start: Pending,
+        joined: Result<Option<&str>, String>,
+        now_ms: u64,
+    ) -> Vec<FromWorker> {
+        let Pending { me, aggregator, payload, ledger, data, own, queue } = start;
         let Some(task) = self.task.clone() else { return Vec::new() };
         let role = if task.dealer == me {
             Role::Dealer(Box::new(Dealer::new(me, aggregator, Seed::Os)))
         } else if let Some(index) = task.parties.iter().position(|&p| p == me) {
-            let columns = task.schema.parties[index].features.len();
-            let block = data.map(|d| d.block(index, joined));
-            if let Some(Err(e)) = &block {
-                self.refusals.push(e.clone());
+            let schema = &task.schema.parties[index];
+            let block = match data {
+                Some(VviData::Own { rows }) => own_block(schema, own.as_deref(), rows),
+                Some(d) => match &joined {
+                    Ok(joined) => d.block(index, *joined).map_err(Refusal::public),
+                    Err(e) => Err(Refusal::public(format!(
+                        "could not fetch {}: {e}",
+                        d.file().unwrap_or("the table")
+                    ))),
+                },
+                None => Err(Refusal::public("no data announcement reached this tab".into())),
+            };
+            let (real, refusal) = match block {
+                Ok(block) => (block, None),
+                // No table: an empty block, and the party declines with the reason.
+                Err(r) => (
+                    PartyBlock { rows: 0, features: schema.features.len(), cells: vec![] },
+                    Some(r),
+                ),
+            };
+            let mut role = Party::new(me, aggregator, real.clone(), ledger, Seed::Os);
+            if let Some(Refusal { here, told }) = refusal {
+                self.declined = Some(here);
+                role = role.refusing(told);
             }
-            // No table: an empty block, which the party refuses, naming the row count.
-            let real = block.and_then(Result::ok).unwrap_or(PartyBlock {
-                rows: 0,
-                features: columns,
-                cells: Vec::new(),
-            });
-            let role = Party::new(me, aggregator, real.clone(), ledger, Seed::Os);
             Role::Party { index, real, role: Box::new(role) }
         } else {
             self.task = None;
@@ -244,6 +271,7 @@ impl VviEngine {
         let mut view = VviSiteView {
             twin_seed: self.twin_seed,
             epsilon: self.epsilon,
+            declined: self.declined.clone(),
             refusals: self.refusals.iter().rev().take(5).cloned().collect(),
             ..VviSiteView::default()
         };
@@ -311,15 +339,17 @@ mod tests {
     fn run(leave: Option<(usize, usize)>) -> Outcome {
         let fields =
             VviFields { rows: 300, batch: 20, steps: 4, components: 3, ..VviFields::default() };
-        run_on(&fields, VviData::Generated { rows: 300, seed: 11 }, None, leave)
+        run_on(&fields, VviData::Generated { rows: 300, seed: 11 }, None, &[], leave)
     }
 
     /// Runs the study on `data`; a party that asks for its table's file gets `joined` once the
-    /// wire is quiet (so the run's first messages wait for it in its queue).
+    /// wire is quiet (so the run's first messages wait for it in its queue); site i's tab holds
+    /// `own[i]` as its own columns.
     fn run_on(
         fields: &VviFields,
         data: VviData,
         joined: Option<&str>,
+        own: &[Option<String>],
         leave: Option<(usize, usize)>,
     ) -> Outcome {
         let (parties, dealer) = fields.roles(&SITES).unwrap();
@@ -379,6 +409,7 @@ mod tests {
                     ledger_json: ledgers[i].clone(),
                     data: Some(data),
                     file_url: None,
+                    own: own.get(i).cloned().flatten(),
                     twin_seed: 9,
                 }
             } else {
@@ -465,7 +496,7 @@ mod tests {
             components: 2,
             ..VviFields::default()
         };
-        let (agg, views, _) = run_on(&fields, VviData::Cps1988, Some(&joined), None);
+        let (agg, views, _) = run_on(&fields, VviData::Cps1988, Some(&joined), &[], None);
         assert!(matches!(agg.status(), Status::Released(_)), "{:?}", agg.status());
         let views: Vec<VviSiteView> = views.into_iter().map(Option::unwrap).collect();
         assert_eq!(views[0].columns, ["education", "experience", "ethnicity", "smsa", "region"]);
@@ -490,10 +521,89 @@ mod tests {
             components: 2,
             ..VviFields::default()
         };
-        let (agg, views, _) = run_on(&fields, VviData::Cps1988, None, None);
+        let (agg, views, _) = run_on(&fields, VviData::Cps1988, None, &[], None);
         assert!(!matches!(agg.status(), Status::Released(_)), "{:?}", agg.status());
         let a = views[0].as_ref().unwrap();
-        assert!(a.refusals.iter().any(|r| r.contains("offline")), "{a:?}");
+        let declined = a.declined.as_deref().unwrap_or_default();
+        assert!(declined.contains("could not fetch cps1988.csv: offline"), "{a:?}");
+        assert!(a.stopped.as_deref().unwrap_or_default().contains("offline"), "told to all: {a:?}");
         assert!(a.columns.is_empty() && !a.released);
+    }
+
+    /// Each party's own column block: the first `rows` rows of CPS1988 cut as a party would
+    /// hold them (its columns under their public labels).
+    fn own_blocks(rows: usize) -> [String; 2] {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/cps1988.csv");
+        let joined = std::fs::read_to_string(path).expect("data/cps1988.csv (scripts/setup.sh)");
+        let (texts, _) = capelab_vertical_vi::cps1988::split_joined(&joined).unwrap();
+        texts.map(|t| t.lines().take(rows + 1).map(|l| format!("{l}\n")).collect())
+    }
+
+    fn own_fields() -> VviFields {
+        VviFields {
+            source: VviSource::Own,
+            rows: 300,
+            batch: 20,
+            steps: 2,
+            components: 2,
+            ..VviFields::default()
+        }
+    }
+
+    #[test]
+    fn parties_on_their_own_columns_release_a_twin_of_the_announced_shape() {
+        let [a, b] = own_blocks(300);
+        let own = [Some(a), Some(b), None];
+        let (agg, views, ledgers) =
+            run_on(&own_fields(), VviData::Own { rows: 300 }, None, &own, None);
+        assert!(matches!(agg.status(), Status::Released(_)), "{:?}", agg.status());
+        let views: Vec<VviSiteView> = views.into_iter().map(Option::unwrap).collect();
+        assert_eq!(views[0].columns, ["education", "experience", "ethnicity", "smsa", "region"]);
+        assert_eq!(views[1].columns, ["wage", "parttime"]);
+        for (i, v) in views[..2].iter().enumerate() {
+            assert!(v.released && v.declined.is_none() && v.refusals.is_empty(), "{v:?}");
+            assert_eq!(v.rows, 300);
+            assert_eq!(v.twin_csv.as_ref().unwrap().lines().count(), 301);
+            assert_eq!(Ledger::from_json(&ledgers[i]).unwrap().entries().len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_party_whose_file_does_not_fit_declines_and_nothing_is_released() {
+        let [a, b] = own_blocks(300);
+        // Row 3 of party A's file (line 5: the header is line 1) names an unknown ethnicity.
+        let mut lines: Vec<&str> = a.lines().collect();
+        let bad_row = lines[4].replacen("cauc", "martian", 1).replacen("afam", "martian", 1);
+        lines[4] = &bad_row;
+        let bad = lines.join("\n");
+        let own = [Some(bad), Some(b.clone()), None];
+        let (agg, views, ledgers) =
+            run_on(&own_fields(), VviData::Own { rows: 300 }, None, &own, None);
+        let Status::Stopped(reason) = agg.status() else { panic!("{:?}", agg.status()) };
+        assert!(reason.contains("party 0 (participant 2) refused the run"), "{reason}");
+        assert!(reason.contains("column 'ethnicity', row 3 (line 5)"), "{reason}");
+        assert!(!reason.contains("martian"), "the value stays on party A's tab: {reason}");
+        let a = views[0].as_ref().unwrap();
+        let here = a.declined.as_deref().unwrap_or_default();
+        assert!(here.contains("row 3") && here.contains("'martian'"), "{a:?}");
+        for (i, v) in views[..2].iter().enumerate() {
+            let v = v.as_ref().unwrap();
+            assert!(!v.released && v.stopped.is_some() && v.twin_csv.is_none(), "{v:?}");
+            assert!(Ledger::from_json(&ledgers[i]).unwrap().entries().is_empty());
+        }
+
+        // Another row count than the announced N: named on every tab, with the way out.
+        let [a, _] = own_blocks(300);
+        let short: String = b.lines().take(300).map(|l| format!("{l}\n")).collect();
+        let own = [Some(a), Some(short), None];
+        let (agg, views, _) = run_on(&own_fields(), VviData::Own { rows: 300 }, None, &own, None);
+        let Status::Stopped(reason) = agg.status() else { panic!("{:?}", agg.status()) };
+        assert!(
+            reason.contains("its file has 299 rows, the dashboard announced N = 300"),
+            "{reason}"
+        );
+        assert!(
+            views[1].as_ref().unwrap().declined.as_deref().unwrap_or_default().contains("299 rows")
+        );
     }
 }

@@ -57,6 +57,8 @@ pub struct Party<L> {
     run: Option<Run>,
     status: Status,
     transcript: Option<Vec<Message>>,
+    /// Why this party has no usable block (see [`Party::refusing`]).
+    unusable: Option<String>,
 }
 
 impl<L: LedgerAccess> Party<L> {
@@ -77,7 +79,17 @@ impl<L: LedgerAccess> Party<L> {
             run: None,
             status: Status::Waiting,
             transcript: None,
+            unusable: None,
         }
+    }
+
+    /// A party whose block could not be read (its file does not match the announced schema, or
+    /// could not be had): it answers a task by declining with `reason`, telling every other
+    /// member, and sends nothing else. `reason` travels to them: it must name the problem
+    /// without quoting the party's values.
+    pub fn refusing(mut self, reason: String) -> Self {
+        self.unusable = Some(reason);
+        self
     }
 
     /// Keeps every plaintext MPC message this party sends (tests: the eavesdropper check).
@@ -134,8 +146,10 @@ impl<L: LedgerAccess> Party<L> {
             return Ok(Vec::new()); // not a party of this run
         };
         let me = format!("party {index} (participant {})", self.me);
+        let unusable = self.unusable.clone().map_or(Ok(()), |r| Err(StudyError::Task(r)));
         let accepted = task
             .check(self.aggregator)
+            .and(unusable)
             .and_then(|()| task.check_block(index, &self.block))
             .and_then(|()| {
                 let releases =

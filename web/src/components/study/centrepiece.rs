@@ -219,7 +219,7 @@ pub fn VviCentre(study: DashboardStudy) -> impl IntoView {
         study.view.vvi.get().map(|live| {
             let (text, progress) = status_text(&live.status, live.task.steps);
             let chart = crate::components::charts::line::render(
-                &nll_chart(&live.nll, live.task.steps),
+                &nll_chart(&live.nll, live.task.steps, study.view.vvi_baseline.get().as_ref()),
                 "present-vvi-nll",
             );
             let twin = live.twin.map(|t| {

@@ -4,9 +4,9 @@
 //! driver, which refuses bad ones with the ledger's own message.
 
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
 
 use crate::components::charts::scale::format_value;
+use crate::components::study::text_input::TextFileInput;
 use crate::download;
 use crate::study_driver::site::SiteStudy;
 use crate::study_view::ledger_groups::{StudyGroup, by_study};
@@ -44,21 +44,8 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
         Some((file, json)) => error.set(download::text(&file, "application/json", &json).err()),
         None => error.set(Some("no ledger yet".into())),
     };
-    let import = move |ev: leptos::ev::Event| {
-        let Some(input) = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
-        else {
-            return;
-        };
-        leptos::task::spawn_local(async move {
-            match download::picked_file_text(&input).await {
-                Ok(Some((_, text))) => study.import_ledger(&text),
-                Ok(None) => {}
-                Err(e) => error.set(Some(format!("could not read the file: {e}"))),
-            }
-            // Picking the same file again must fire `change` again.
-            input.set_value("");
-        });
-    };
+    let import = Callback::new(move |(_, text): (String, String)| study.import_ledger(&text));
+    let unreadable = Callback::new(move |e: String| error.set(Some(e)));
     let body = move || {
         ledger.get().map(|l| {
             let share = (l.spent / l.budget.epsilon).clamp(0.0, 1.0);
@@ -120,7 +107,7 @@ pub fn LedgerPanel(study: SiteStudy) -> impl IntoView {
             <div class="exports">
                 <button type="button" class="button" data-testid="export-ledger" on:click=export>"Export JSON"</button>
                 <label class="button file-button">"Import JSON"
-                    <input id="import-ledger" type="file" accept=".json,application/json" on:change=import />
+                    <TextFileInput id="import-ledger" accept=".json,application/json" on_text=import on_error=unreadable />
                 </label>
             </div>
         </section>

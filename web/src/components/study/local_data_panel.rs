@@ -4,10 +4,9 @@
 
 use capelab_core::study::mean::row_mean;
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
 
 use crate::components::charts::scale::format_value;
-use crate::download;
+use crate::components::study::text_input::{PasteBox, TextFileInput};
 use crate::ledger_store;
 use crate::local_data::{DataSource, Table, TableError, parse_raw_table, parse_table};
 use crate::public_bounds::{PreparedNote, table_fit};
@@ -65,33 +64,22 @@ pub fn LocalDataPanel(
             seed_text.get_untracked().trim()
         ))),
     };
-    let use_typed = move || match parse(&typed.get_untracked()) {
+    let use_typed = Callback::new(move |text: String| match parse(&text) {
         Ok(table) => {
             error.set(None);
             data.set(DataSource::Table { origin: "typed".into(), table });
         }
         Err(e) => error.set(Some(e.to_string())),
-    };
-    let on_file = move |ev: leptos::ev::Event| {
-        let Some(input) = ev.target().and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
-        else {
-            return;
-        };
-        leptos::task::spawn_local(async move {
-            match download::picked_file_text(&input).await {
-                Ok(Some((file, text))) => match parse(&text) {
-                    Ok(table) => {
-                        error.set(None);
-                        file_name.set(Some(file.clone()));
-                        data.set(DataSource::Table { origin: format!("file {file}"), table });
-                    }
-                    Err(e) => error.set(Some(format!("{file}: {e}"))),
-                },
-                Ok(None) => {}
-                Err(e) => error.set(Some(format!("could not read the file: {e}"))),
-            }
-        });
-    };
+    });
+    let on_file = Callback::new(move |(file, text): (String, String)| match parse(&text) {
+        Ok(table) => {
+            error.set(None);
+            file_name.set(Some(file.clone()));
+            data.set(DataSource::Table { origin: format!("file {file}"), table });
+        }
+        Err(e) => error.set(Some(format!("{file}: {e}"))),
+    });
+    let on_error = Callback::new(move |e: String| error.set(Some(e)));
 
     // What the site holds now, and its mean: the study's own f(x_s) once a study has started.
     let summary = move || {
@@ -209,11 +197,10 @@ pub fn LocalDataPanel(
                 </div>
             </Show>
             <Show when=move || choice.get() == Choice::Typed>
-                <textarea id="data-typed" rows="6" spellcheck="false" bind:value=typed></textarea>
-                <button type="button" class="button" data-testid="use-typed" on:click=move |_| use_typed()>"Use these values"</button>
+                <PasteBox id="data-typed" text=typed button="Use these values" button_testid="use-typed" on_use=use_typed />
             </Show>
             <Show when=move || choice.get() == Choice::File>
-                <input id="data-file" type="file" accept=".csv,text/csv,text/plain" on:change=on_file />
+                <TextFileInput id="data-file" accept=".csv,text/csv,text/plain" on_text=on_file on_error />
                 {move || file_name.get().map(|f| view! { <p class="muted small">"Loaded " {f}</p> })}
             </Show>
             <Show when=move || choice.get() != Choice::Seed>

@@ -1,6 +1,7 @@
 //! The dashboard's "Vertical synthetic data (DP-VI + MPC)" panel: the form (which tab is the
 //! dealer, which tabs hold which columns, K, σ, C, B, T), then the run's progress, ε per player,
-//! and after the release a sample of the synthetic twin with its CSV and JSON exports. It renders
+//! and after the release a sample of the synthetic twin with its CSV and JSON exports; the test
+//! NLL chart, with a CLI run's curve beside it when one is loaded ([`VviBaselineInput`]). It renders
 //! [`DashboardStudy`]'s `vvi` signal; the numbers come from [`crate::study_view::vvi`].
 
 use capelab_core::wire::{ParticipantId, Role};
@@ -12,6 +13,7 @@ use crate::components::charts::line;
 use crate::components::charts::scale::format_value;
 use crate::components::study::download_button::DownloadButton;
 use crate::components::study::start::{StartButton, StartError};
+use crate::components::study::vvi_baseline::VviBaselineInput;
 use crate::roster::{Presence, display_name};
 use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
@@ -33,6 +35,7 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let party_b = RwSignal::new(String::new());
     let source = RwSignal::new("generated".to_string());
     let cps = move || source.get() == "cps1988";
+    let own = move || source.get() == "own";
     let form_error = RwSignal::new(None::<String>);
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let sites = Memo::new(move |_| {
@@ -64,10 +67,10 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 learning_rate: VviFields::default().learning_rate,
                 dealer: pick(dealer.get_untracked()),
                 parties: [pick(party_a.get_untracked()), pick(party_b.get_untracked())],
-                source: if source.get_untracked() == "cps1988" {
-                    VviSource::Cps1988
-                } else {
-                    VviSource::Generated
+                source: match source.get_untracked().as_str() {
+                    "cps1988" => VviSource::Cps1988,
+                    "own" => VviSource::Own,
+                    _ => VviSource::Generated,
                 },
             })
         })();
@@ -99,6 +102,21 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         columns(&cps1988, 0),
         columns(&cps1988, 1)
     );
+    let own_note = format!(
+        "Data: each party tab's own CSV columns, loaded on that tab (“Vertical study: your own \
+         columns”) and never sent. This dashboard announces the schema, CPS1988's: party A {}; \
+         party B {}, with the public bounds and labels shown on the party tabs, and N, the rows \
+         every party's file must hold, aligned by position. A party whose file does not fit \
+         declines before anything is sent, and says why here. No tab holds a whole row, so no \
+         test NLL is drawn for this run (a CLI baseline can be).",
+        columns(&cps1988, 0),
+        columns(&cps1988, 1)
+    );
+    let note = move || match source.get().as_str() {
+        "cps1988" => cps_note.clone(),
+        "own" => own_note.clone(),
+        _ => generated_note.clone(),
+    };
     view! {
         <section class="card span-all mean-panel" data-testid="vvi-panel">
             <h2>"Vertical synthetic data (DP-VI + MPC)"</h2>
@@ -112,7 +130,7 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 "(Tajeddine, Jälkö, Kaski, Honkela; seed 004)."
             </p>
             <p class="muted" data-testid="vvi-data-note">
-                {move || if cps() { cps_note.clone() } else { generated_note.clone() }}
+                {note}
             </p>
             <form class="mean-form" on:submit=submit>
                 <fieldset class="field-grid" disabled=running>
@@ -123,9 +141,11 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                         <select id="vvi-source" bind:value=source>
                             <option value="generated">"generated (public seed)"</option>
                             <option value="cps1988">"CPS1988 (each party its own columns)"</option>
+                            <option value="own">"each party's own CSV columns (CPS1988 schema)"</option>
                         </select>
                     </label>
-                    <label>"rows N"<input id="vvi-rows" inputmode="numeric" bind:value=rows disabled=cps
+                    <label>{move || if own() { "rows N (every party's file)" } else { "rows N" }}
+                        <input id="vvi-rows" inputmode="numeric" bind:value=rows disabled=cps
                         title=move || cps().then_some("CPS1988 has its own N = 28 155") /></label>
                     <label>"components K"<input id="vvi-components" inputmode="numeric" bind:value=components /></label>
                     <label>"noise σ"<input id="vvi-sigma" inputmode="decimal" bind:value=sigma /></label>
@@ -141,6 +161,7 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                 <p class="live-phase" data-testid="vvi-preparing">"Loading CPS1988 for the test NLL…"</p>
             </Show>
             {move || study.view.vvi.get().map(|live| view! { <VviLiveView live study /> })}
+            <VviBaselineInput study />
         </section>
     }
 }
@@ -243,10 +264,7 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
                 <progress max="1" value=progress aria-label="steps done"></progress>
                 {format!(" {} of {} steps · {text}", live.steps_done, live.task.steps)}
             </p>
-            <figure class="chart" data-testid="vvi-nll" data-first=live.nll.first().map(|p| p.1) data-last=live.nll.last().map(|p| p.1) data-points=live.nll.len()>
-                <div inner_html=line::render(&nll_chart(&live.nll, live.task.steps), "vvi-nll-chart")></div>
-                <figcaption class="small">{nll_caption(&live.data)}</figcaption>
-            </figure>
+            <NllFigure live=live.clone() study />
             <h3>"ε per player"</h3>
             <p class="muted">{format!("At δ = {} by the accountant (subsampled Gaussian, Poisson q = B/N_train). The parties' ledgers record the outside analyst's ε, charged by the tighter of the two bounds (PLD here); a party knows the batch indices and its own noise share, so the other parties' data are less hidden from it.", format_value(live.task.delta))}</p>
             <table class="numbers" data-testid="vvi-epsilons">
@@ -277,5 +295,30 @@ fn nll_caption(data: &VviData) -> &'static str {
              fetches the held-out rows itself. With private columns no tab holds a whole row, and \
              no tab could."
         }
+        VviData::Own { .. } => {
+            "No test NLL for this run: the columns are the parties' own, no tab holds a whole row, \
+             and the study never joins them. A CLI run on the public CPS1988 can be drawn here \
+             (Compare with a CLI run)."
+        }
+    }
+}
+
+/// The NLL chart: this run's curve and, when loaded, the CLI run's beside it.
+#[component]
+fn NllFigure(live: VviLive, study: DashboardStudy) -> impl IntoView {
+    let baseline = study.view.vvi_baseline;
+    let chart = {
+        let (nll, steps) = (live.nll.clone(), live.task.steps);
+        move || {
+            baseline.with(|b| line::render(&nll_chart(&nll, steps, b.as_ref()), "vvi-nll-chart"))
+        }
+    };
+    let cli_points = move || baseline.with(|b| b.as_ref().map(|b| b.test_nll.len()));
+    view! {
+        <figure class="chart" data-testid="vvi-nll" data-first=live.nll.first().map(|p| p.1) data-last=live.nll.last().map(|p| p.1) data-points=live.nll.len()
+            data-cli-points=cli_points>
+            <div inner_html=chart></div>
+            <figcaption class="small">{nll_caption(&live.data)}</figcaption>
+        </figure>
     }
 }

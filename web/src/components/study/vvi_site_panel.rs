@@ -1,6 +1,7 @@
 //! A site's view of its role in the vertical synthetic-data study: which columns it holds (or that
 //! it is the dealer), the MPC steps as they run in its worker, the ε its ledger recorded, and after
-//! the release its columns' marginals, real beside synthetic, and the synthetic CSV. The names of
+//! the release its columns' marginals, real beside synthetic, and the synthetic CSV; or why it
+//! declined a run on its own columns (row, column and value, shown on this tab only). The names of
 //! the columns its worker holds are on the panel (`data-columns`) for the end-to-end test.
 
 use leptos::prelude::*;
@@ -20,7 +21,8 @@ pub fn VviSitePanel(study: SiteStudy) -> impl IntoView {
             } else {
                 format!("This tab is {}.", v.role)
             };
-            let epsilon = v.epsilon.map(|(e, d)| {
+            // A tab that declined released nothing: no guarantee to state.
+            let epsilon = v.epsilon.filter(|_| v.declined.is_none()).map(|(e, d)| {
                 format!(
                     "The released posterior's guarantee for the outside analyst: ε = {} at δ = {}{}.",
                     format_value(e),
@@ -56,6 +58,11 @@ pub fn VviSitePanel(study: SiteStudy) -> impl IntoView {
                         <progress max="1" value=v.progress aria-label="steps done"></progress>
                         " " {v.status.clone()}
                     </p>
+                    {v.declined.clone().map(|why| view! {
+                        <p class="callout callout-error" data-testid="vvi-site-declined" role="alert">
+                            "This tab declined the run; nothing of its columns was sent. " {why}
+                        </p>
+                    })}
                     {epsilon.map(|e| view! { <p data-testid="vvi-site-epsilon">{e}</p> })}
                     {(!v.marginals.is_empty()).then(|| view! {
                         <h3>"Your columns: real against the synthetic twin"</h3>
