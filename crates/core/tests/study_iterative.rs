@@ -14,7 +14,7 @@ use capelab_core::rng::derive;
 use capelab_core::study::iterative::nn::{NnAggregator, NnSite, NnTask};
 use capelab_core::study::iterative::sim::{IterativeSim, ScriptedDeparture};
 use capelab_core::study::iterative::{
-    IterSitePhase, IterativeParams, NoiseMode, SiteSettings, StopReason, kind,
+    IterSitePhase, IterativeParams, NoiseMode, SiteSettings, StopReason, TooFewAccepted, kind,
 };
 
 const SITES: usize = 4;
@@ -230,7 +230,9 @@ fn nonprivate_mode_reproduces_nn_train_weights() {
     let sim = strict.sim(&train_set, &test);
     assert_eq!(sim.sent_by_site(0), vec![kind::DECLINE]);
     let outcome = sim.aggregator().outcome().unwrap();
-    let StopReason::TooFewAccepted { accepted: 0, declined, silent, need: 3 } = outcome.stop else {
+    let StopReason::TooFewAccepted(TooFewAccepted { accepted: 0, declined, silent, need: 3 }) =
+        outcome.stop
+    else {
         panic!("expected too few accepted, got {:?}", outcome.stop)
     };
     // t = 3 is out of reach once two of the four have declined: the rest may still be silent.

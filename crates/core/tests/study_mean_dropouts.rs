@@ -9,7 +9,7 @@ use capelab_core::secagg::sim::{DropMode, DropPoint};
 use capelab_core::secagg::{DropReason, Phase};
 use capelab_core::study::mean::sim::{StudyDropPoint, StudySim, StudySimConfig, StudySimReport};
 use capelab_core::study::mean::{
-    AbortReason, SitePhase, StudyDropout, StudyOutcome, StudyPhase, kind, row_mean,
+    AbortReason, SitePhase, StudyDropout, StudyOutcome, StudyPhase, TooFewAccepted, kind, row_mean,
 };
 use capelab_core::wire::ParticipantId;
 use study_support::{ledger, rows};
@@ -270,7 +270,12 @@ fn too_few_acceptances_abort_before_secure_agg() {
         .with_dropout(1, StudyDropPoint::OnStart, DropMode::Silent);
     let (_, report) = run(4, config);
     let outcome = report.outcome.as_ref().unwrap();
-    let too_few = AbortReason::TooFewAccepted { accepted: 2, declined: 0, silent: 2, need: 3 };
+    let too_few = AbortReason::TooFewAccepted(TooFewAccepted {
+        accepted: 2,
+        declined: 0,
+        silent: 2,
+        need: 3,
+    });
     assert_eq!(outcome.abort_reason(), Some(&too_few));
     assert_eq!(
         too_few.to_string(),

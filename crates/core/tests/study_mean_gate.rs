@@ -14,7 +14,7 @@ use capelab_core::accountant::{
 use capelab_core::secagg::sim::DropMode;
 use capelab_core::study::mean::sim::{StudyDropPoint, StudySim, StudySimConfig};
 use capelab_core::study::mean::{
-    AbortReason, DeclineReason, SitePhase, StudyParams, collusion_factor, kind,
+    AbortReason, DeclineReason, SitePhase, StudyParams, TooFewAccepted, collusion_factor, kind,
 };
 use study_support::{ledger, rows};
 
@@ -103,7 +103,12 @@ fn the_conventional_release_is_accounted_as_a_second_release() {
     assert_eq!(
         with.outcome.as_ref().unwrap().abort_reason(),
         // t = 3 is out of reach after two declines; the other two had not answered yet
-        Some(&AbortReason::TooFewAccepted { accepted: 0, declined: 2, silent: 2, need: 3 })
+        Some(&AbortReason::TooFewAccepted(TooFewAccepted {
+            accepted: 0,
+            declined: 2,
+            silent: 2,
+            need: 3
+        }))
     );
     for site in &with.sites {
         assert_eq!(site.sent, vec![kind::DECLINE]);

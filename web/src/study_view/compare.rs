@@ -115,7 +115,7 @@ mod tests {
     use capelab_core::rng::derive;
     use capelab_core::study::iterative::nn::{NnAggregator, NnSite};
     use capelab_core::study::iterative::sim::IterativeSim;
-    use capelab_core::study::iterative::{NoiseMode, SiteSettings, StopReason};
+    use capelab_core::study::iterative::{NoiseMode, SiteSettings, StopReason, TooFewAccepted};
 
     use super::*;
     use crate::components::charts::line;
@@ -211,7 +211,10 @@ mod tests {
         // the first decline leaves too few possible sites for t: the run stops before iteration 1
         assert!(!run.outcome.declined.is_empty());
         assert!(
-            matches!(run.outcome.stop, StopReason::TooFewAccepted { accepted: 0, .. }),
+            matches!(
+                run.outcome.stop,
+                StopReason::TooFewAccepted(TooFewAccepted { accepted: 0, .. })
+            ),
             "{}",
             run.outcome.stop
         );

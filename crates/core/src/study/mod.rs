@@ -11,6 +11,7 @@ crate: [`crate::secagg`], [`crate::cape`] and the per-site [`crate::accountant::
   noise from one upfront SecureAgg run; first instance: the network of [`crate::nn`].
 - [`efpsn`]: EFPSN (seed 003) with every site an agent on a graph, peer to peer; the dashboard
   announces and observes.
+- [`admission`]: how an invitation ends when fewer than t sites accept (every study's count).
 - [`gate`]: how a site role reaches its privacy ledger, and the all-or-nothing spend that stands
   between a computed release and the message that carries it.
 
@@ -18,6 +19,7 @@ Every study is named by a random [`StudyId`] that travels in each of its message
 two studies in one room never mix.
 */
 
+pub mod admission;
 pub mod efpsn;
 pub mod gate;
 pub mod iterative;

@@ -51,7 +51,7 @@ use super::error::IterativeError;
 use super::messages::{IterBody, IterMessage, kind};
 use super::outcome::{
     IterationRecord, IterativeOutcome, IterativePrivacy, Repair, SiteDecline, SiteDeparture,
-    StopReason,
+    StopReason, TooFewAccepted,
 };
 use super::params::{IterativeConfigError, IterativeParams, NoiseMode};
 use super::site::wrap_secagg;
@@ -411,11 +411,9 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
             return Vec::new();
         }
         if live.len() < t {
-            let accepted = live.len();
             let declined = self.declined.iter().filter(|d| d.iteration == 0).count();
-            let silent = self.params.sites.len().saturating_sub(accepted + declined);
-            let reason = StopReason::TooFewAccepted { accepted, declined, silent, need: t };
-            return self.finish(now_ms, reason);
+            let count = TooFewAccepted::of(self.params.sites.len(), live.len(), declined, t);
+            return self.finish(now_ms, StopReason::TooFewAccepted(count));
         }
         if self.params.mode != NoiseMode::Upfront {
             self.contributors = live;

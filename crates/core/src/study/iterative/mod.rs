@@ -81,7 +81,7 @@ pub use error::IterativeError;
 pub use messages::{IterBody, IterMessage, kind, peek_start};
 pub use outcome::{
     IterationRecord, IterativeOutcome, IterativePrivacy, Repair, SiteDecline, SiteDeparture,
-    StopReason,
+    StopReason, TooFewAccepted,
 };
 pub use params::{IterativeConfigError, IterativeParams, NoiseMode};
 pub use site::{

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::nn::ViewAccount;
 use crate::study::StudyId;
+pub use crate::study::admission::TooFewAccepted;
 use crate::wire::ParticipantId;
 
 use super::params::IterativeParams;
@@ -39,20 +40,8 @@ pub enum StopReason {
     Completed { iterations: u32 },
     #[error("the aggregator's step stopped after iteration {iteration}: {reason}")]
     Converged { iteration: u32, reason: String },
-    /// `declined`: sites that said no (budget, data, settings); `silent`: sites that had not
-    /// answered, or had left, when t became out of reach (absent from older exports: 0).
-    #[error(
-        "only {accepted} site(s) accepted ({declined} declined, {silent} had not answered or \
-         had left), the study needs t = {need}"
-    )]
-    TooFewAccepted {
-        accepted: usize,
-        #[serde(default)]
-        declined: usize,
-        #[serde(default)]
-        silent: usize,
-        need: usize,
-    },
+    #[error("{0}")]
+    TooFewAccepted(TooFewAccepted),
     #[error("the upfront SecureAgg run failed: {message}")]
     SecAgg { message: String },
     #[error(

@@ -21,7 +21,7 @@ use super::error::{StudyConfigError, StudyError};
 use super::messages::{MeanBody, MeanMessage, PublicResult, ReleaseMessage, kind};
 use super::outcome::{
     AbortReason, AttemptReport, Declined, Estimates, MaskedInput, StudyDropout, StudyOutcome,
-    StudyPhase, StudyResult, Theory,
+    StudyPhase, StudyResult, Theory, TooFewAccepted,
 };
 use super::params::{NoisePlan, StudyParams};
 use super::site::wrap_secagg;
@@ -395,10 +395,8 @@ impl MeanAggregator {
         if live_accepted.len() < t {
             let declined = self.declined.iter().filter(|d| d.attempt == 0).count();
             let invited = self.params.sites.len();
-            let accepted = live_accepted.len();
-            let silent = invited.saturating_sub(accepted + declined);
-            let reason = AbortReason::TooFewAccepted { accepted, declined, silent, need: t };
-            return self.finish_aborted(now_ms, reason);
+            let count = TooFewAccepted::of(invited, live_accepted.len(), declined, t);
+            return self.finish_aborted(now_ms, AbortReason::TooFewAccepted(count));
         }
         self.start_attempt(now_ms, 1, live_accepted)
     }

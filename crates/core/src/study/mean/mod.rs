@@ -86,7 +86,7 @@ pub use error::{StudyConfigError, StudyError};
 pub use messages::{DeclineReason, MeanBody, MeanMessage, PublicResult, ReleaseMessage, kind};
 pub use outcome::{
     AbortReason, AttemptReport, Declined, Estimates, MaskedInput, PrivacyReport, StudyDropout,
-    StudyOutcome, StudyPhase, StudyResult, Theory, ViewPrivacy,
+    StudyOutcome, StudyPhase, StudyResult, Theory, TooFewAccepted, ViewPrivacy,
 };
 pub use params::{Calibration, NoisePlan, StudyParams, collusion_factor};
 pub use query::Query;

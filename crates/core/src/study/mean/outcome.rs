@@ -12,6 +12,7 @@ use crate::cape::privacy::{
     Collusion, PrivacyLoss, c_s_closed_form, c_s_full_view, c_s_paper_eq1, delta_conv, delta_pool,
 };
 use crate::secagg::{DropReason, Dropout, Phase};
+pub use crate::study::admission::TooFewAccepted;
 use crate::wire::ParticipantId;
 
 use super::messages::DeclineReason;
@@ -66,20 +67,8 @@ pub struct Estimates {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AbortReason {
-    /// `declined`: sites that said no (budget, data, settings); `silent`: sites that had not
-    /// answered, or had left, when t became out of reach (absent from older exports: 0).
-    #[error(
-        "only {accepted} site(s) accepted ({declined} declined, {silent} had not answered or \
-         had left), the study needs t = {need}"
-    )]
-    TooFewAccepted {
-        accepted: usize,
-        #[serde(default)]
-        declined: usize,
-        #[serde(default)]
-        silent: usize,
-        need: usize,
-    },
+    #[error("{0}")]
+    TooFewAccepted(TooFewAccepted),
     #[error(
         "SecureAgg aborted in attempt {attempt} ({phase}): {message}; nothing that could unmask a \
          site was sent"
