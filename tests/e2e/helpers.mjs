@@ -49,9 +49,12 @@ export function startRelay() {
   return startRelayWith([]);
 }
 
-/** `startRelay` with more flags for the relay, e.g. `['--broker', url]`. */
-export function startRelayWith(extraArgs) {
-  const child = spawn(relayBin, ['--port', '0', '--static-dir', distDir, ...extraArgs], {
+/**
+ * `startRelay` with more flags for the relay, e.g. `['--broker', url]`, and optionally a fixed
+ * `port` (a relay started again where the last one listened).
+ */
+export function startRelayWith(extraArgs, { port = 0 } = {}) {
+  const child = spawn(relayBin, ['--port', String(port), '--static-dir', distDir, ...extraArgs], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stderr = [];

@@ -8,13 +8,15 @@ touches the relay's websocket; `study_driver/` is the only place protocol roles 
 aggregator, a site's role and ledger); `study_view/` derives charts, sentences and exports from the
 core's outcomes; `ledger_report.rs` is the sites' budget message, `ledger_store.rs` keeps ledgers
 in `localStorage`, `local_data.rs` reads and generates a site's values, `download.rs` moves files
-in and out; `saved_seat.rs` and `page_url.rs` keep a tab's seat across reloads; `roster.rs`,
+in and out; `saved_seat.rs` and `page_url.rs` keep a tab's seat across reloads, and
+`dashboard_archive.rs` the dashboard's studies; `roster.rs`,
 `room_code.rs` and `transport/link.rs` are pure logic, tested natively.
 Components render signals and never run protocol steps: protocols live in `capelab_core`.
 */
 
 mod app;
 mod components;
+mod dashboard_archive;
 mod download;
 mod fetch;
 mod ledger_report;

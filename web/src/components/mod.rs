@@ -8,4 +8,5 @@ pub mod presence_list;
 pub mod present;
 pub mod qr;
 pub mod refusals;
+pub mod session_card;
 pub mod study;

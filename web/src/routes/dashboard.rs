@@ -1,6 +1,7 @@
 //! The dashboard: the room's code, link and QR code for sites to join, who is here, the study
-//! frame (the picker and the picked study's section), the privacy budgets and what the relay
-//! sees; or, toggled in the top bar and kept in the address (`?present`), the presenter view.
+//! frame (the picker and the picked study's section), the privacy budgets, the session's studies
+//! (kept across a reload) and what the relay sees; or, toggled in the top bar and kept in the
+//! address (`?present`), the presenter view.
 
 use capelab_core::wire::Role;
 use leptos::prelude::*;
@@ -11,10 +12,12 @@ use crate::components::presence_list::PresenceList;
 use crate::components::present::Presenter;
 use crate::components::qr::QrCode;
 use crate::components::refusals::RelayNotices;
+use crate::components::session_card::SessionCard;
 use crate::components::study::frame::StudyFrame;
 use crate::components::study::privacy_panel::PrivacyPanel;
 use crate::components::study::registry::STUDIES;
 use crate::components::study::wire_panel::WirePanel;
+use crate::dashboard_archive;
 use crate::page_url::{self, join_link, page_is_on_loopback};
 use crate::session::RoomState;
 use crate::study_driver::dashboard::DashboardStudy;
@@ -23,6 +26,8 @@ use crate::transport::{Hello, LinkStatus};
 /// A room's dashboard: creates the room (`Hello::Create`), or re-enters it after a reload.
 #[component]
 pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
+    // Read before the session starts: a reload finds what its earlier life archived.
+    let earlier = dashboard_archive::earlier(&hello);
     let state = RoomState::start(hello);
     let study = DashboardStudy::start(state);
     // Which study's section shows (a key of the study registry).
@@ -37,6 +42,7 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
     let me = Signal::derive(move || state.me.get().map(|p| p.id));
     // Memos: a reconnect re-announces the same room, which must not rebuild the QR code.
     let room = Memo::new(move |_| state.room.get());
+    dashboard_archive::keep(study.view, room, earlier.clone());
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let left =
         Memo::new(move |_| state.roster.with(|r| r.with_role(Role::Site).count()) - present.get());
@@ -78,6 +84,7 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
                 type="button"
                 class="button button-quiet"
                 on:click=move |_| {
+                    dashboard_archive::clear();
                     state.leave();
                     leave.run(());
                 }
@@ -121,6 +128,7 @@ pub fn Dashboard(hello: Hello, leave: Callback<()>) -> impl IntoView {
             </section>
             <StudyFrame study state picked />
             <PrivacyPanel study state />
+            <SessionCard view=study.view room earlier />
             <WirePanel lines=study.view.wire total=study.view.wire_total me />
         </main>
     }

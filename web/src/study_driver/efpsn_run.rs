@@ -28,6 +28,7 @@ use capelab_core::study::StudyId;
 use capelab_core::study::efpsn::{EfpsnObserver, EfpsnTask, ObservedRun, Residual, RunPlan};
 use capelab_core::wire::ParticipantId;
 use rand_core::Rng;
+use serde::Serialize;
 
 use super::wire::StudyTransport;
 
@@ -148,7 +149,7 @@ impl EfpsnFields {
 }
 
 /// One run as the dashboard shows it (the iterates stay in the observer).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct EfpsnLive {
     pub number: usize,
     pub finished: bool,

@@ -19,6 +19,7 @@ use capelab_core::study::iterative::{
     IterAggregatorPhase, IterativeAggregator, IterativeOutcome, IterativeParams,
 };
 use capelab_core::wire::ParticipantId;
+use serde::Serialize;
 
 use super::form::NnForm;
 use super::wire::StudyTransport;
@@ -31,7 +32,7 @@ pub const ROUND_TIMEOUT_MS: u64 = 30_000;
 pub type NnOutcome = IterativeOutcome<Vec<f64>, NnIterationReport>;
 
 /// The running NN study, for the live view.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NnLive {
     pub number: usize,
     pub study: StudyId,
@@ -48,7 +49,7 @@ pub struct NnLive {
 }
 
 /// A finished NN study.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NnFinished {
     pub number: usize,
     pub outcome: NnOutcome,

@@ -30,6 +30,7 @@ use capelab_vertical_vi::model::twin::TextTable;
 use capelab_vertical_vi::schema::PartyBlock;
 use capelab_vertical_vi::study::{Aggregator, BatchSampling, Status, VviTask};
 use rand_core::Rng;
+use serde::Serialize;
 
 use super::vvi_data::test_blocks;
 use super::wire::StudyTransport;
@@ -152,17 +153,18 @@ impl VviFields {
 }
 
 /// The released twin as the dashboard shows it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TwinView {
     pub seed: u64,
-    /// The first rows, for a glance.
+    /// The first rows, for a glance (the CSV has them all).
+    #[serde(skip)]
     pub sample: TextTable,
     pub csv: String,
     pub json: String,
 }
 
 /// The run as the dashboard shows it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VviLive {
     pub number: usize,
     /// The announced table (for the captions: both kinds are public).

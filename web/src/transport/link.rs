@@ -16,7 +16,8 @@ Rules (wire format: `capelab_core::wire`):
 - An `Error` frame before `Welcome` means the room cannot be entered (unknown room, room full,
   version mismatch, …): the link fails for good instead of hammering the relay. Only
   `rate_limited` is retried. After `Welcome`, an `Error` refuses one of our frames and the link stays
-  up.
+  up. A resume refused as `unknown_room` (the relay restarted: rooms live only in its memory) fails
+  saying the room is gone and that the page keeps its results and ledger.
 - A frame this build cannot read means the relay and the app disagree on the wire version; the
   link fails and tells the user to reload (the relay serves the app, so a reload fetches the match).
 */
@@ -238,7 +239,13 @@ impl Link {
                     step.close = true;
                     return step;
                 }
-                let mut step = self.fail(message, None);
+                let reason = match (&self.identity, code) {
+                    // We were in this room before: the relay restarted (rooms live only in its
+                    // memory), or the room closed while we were away.
+                    (Some(id), ErrorCode::UnknownRoom) => room_gone(&id.room),
+                    _ => message,
+                };
+                let mut step = self.fail(reason, None);
                 step.events.insert(0, refused);
                 step
             }
@@ -321,6 +328,16 @@ impl Link {
             if was_welcomed { vec![TransportEvent::Disconnected { reason }] } else { Vec::new() };
         Step { events, close: true, warning, ..Step::default() }
     }
+}
+
+/// Why a resume into a room we had been in failed: the room is gone, and what is left to do.
+fn room_gone(room: &str) -> String {
+    format!(
+        "Room {room} is gone from the relay: it restarted, or the room closed while this page was \
+         away. The study that was running cannot go on. Everything on this page stays: the \
+         results so far and this tab's privacy ledger; export what you need, then open or join a \
+         new room."
+    )
 }
 
 fn frame_version(frame: &RelayFrame) -> u32 {
@@ -445,6 +462,38 @@ mod tests {
         );
         assert_eq!(link.status(), &LinkStatus::Connected);
         assert_eq!(link.identity().unwrap().resume, "token-1");
+    }
+
+    #[test]
+    fn a_resume_into_a_room_the_relay_forgot_fails_saying_the_room_is_gone() {
+        let mut link = joined_site();
+        link.on_close(1006, "closed (1006)");
+        link.on_open();
+        let step = link.on_text(&error(ErrorCode::UnknownRoom, "there is no room \"K7QX2M\""));
+        assert!(step.close);
+        assert_eq!(step.retry_in_ms, None, "no hammering a relay that forgot the room");
+        let LinkStatus::Failed { reason } = link.status() else { panic!("{:?}", link.status()) };
+        assert!(reason.starts_with("Room K7QX2M is gone from the relay: it restarted"), "{reason}");
+        assert!(
+            reason.ends_with(
+                "this tab's privacy ledger; export what you need, then open or join a new room."
+            ),
+            "{reason}"
+        );
+
+        // A first join with a mistyped code keeps the relay's own words.
+        let mut fresh = Link::new(Hello::Join {
+            room: "K7QX2N".into(),
+            role: Role::Site,
+            name: "Ana".into(),
+            resume: None,
+        });
+        fresh.on_open();
+        fresh.on_text(&error(ErrorCode::UnknownRoom, "there is no room \"K7QX2N\""));
+        assert_eq!(
+            fresh.status(),
+            &LinkStatus::Failed { reason: "there is no room \"K7QX2N\"".into() }
+        );
     }
 
     #[test]

@@ -75,6 +75,7 @@ use capelab_core::rng::{Seed, derive};
 use capelab_core::study::StudyId;
 use capelab_core::wire::{ParticipantId, To};
 use rand_core::Rng;
+use serde::Serialize;
 
 use crate::mpc::MpcError;
 
@@ -92,7 +93,7 @@ pub enum StudyError {
 }
 
 /// Where a role is.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Status {
     /// Before the task, or waiting for the members' keys.
     Waiting,

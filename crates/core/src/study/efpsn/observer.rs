@@ -16,9 +16,10 @@ use crate::rng::CapeRng;
 use crate::secagg;
 use crate::study::StudyId;
 use crate::wire::{ParticipantId, To};
+use serde::Serialize;
 
 /// One run as the dashboard sees it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ObservedRun {
     pub id: StudyId,
     pub method: Method,
