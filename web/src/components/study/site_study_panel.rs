@@ -126,39 +126,40 @@ fn local_view(
     )
 }
 
-/// The noise of each attempt, first coordinate (and the count of the others).
+/// The noise of each attempt, first coordinate (and the count of the others): one row per
+/// quantity, one column per attempt, so that on a phone the labels wrap at their spaces and the
+/// numbers stay whole (one column per quantity broke both letter by letter).
 #[component]
 fn NoiseTable(attempts: Vec<AttemptView>) -> impl IntoView {
-    let first = |v: &Option<Vec<f64>>| {
-        v.as_ref().and_then(|v| v.first()).map(|x| format_value(*x)).unwrap_or_else(|| "—".into())
+    let first = |v: Option<&Vec<f64>>| {
+        v.and_then(|v| v.first()).map(|x| format_value(*x)).unwrap_or_else(|| "—".into())
     };
     let more = attempts.first().map_or(0, |a| a.quantised_noise.len().saturating_sub(1));
-    let rows = attempts
+    let quantities: [(&str, fn(&AttemptView) -> Option<&Vec<f64>>); 5] = [
+        ("ê_s (into SecureAgg)", |a| Some(&a.quantised_noise)),
+        ("e_s = ê_s − Σê/|U|", |a| a.zero_sum_noise.as_ref()),
+        ("g_s (fresh)", |a| a.fresh_noise.as_ref()),
+        ("â_s = f + e_s + g_s (sent)", |a| a.release.as_ref()),
+        ("conventional (sent)", |a| a.conventional.as_ref()),
+    ];
+    let head = attempts
         .iter()
-        .map(|a| {
-            view! {
-                <tr data-testid="site-noise" data-attempt=a.attempt>
-                    <td>{a.attempt}</td>
-                    <td>{first(&Some(a.quantised_noise.clone()))}</td>
-                    <td>{first(&a.zero_sum_noise)}</td>
-                    <td>{first(&a.fresh_noise)}</td>
-                    <td data-testid="site-release">{first(&a.release)}</td>
-                    <td>{first(&a.conventional)}</td>
-                </tr>
-            }
+        .map(|a| view! { <th scope="col">{format!("attempt {}", a.attempt)}</th> })
+        .collect_view();
+    let rows = quantities
+        .into_iter()
+        .map(|(label, of)| {
+            let cells = attempts
+                .iter()
+                .map(|a| view! { <td class="num">{first(of(a))}</td> })
+                .collect_view();
+            view! { <tr><th scope="row">{label}</th>{cells}</tr> }
         })
         .collect_view();
     view! {
         <h3>"The noise this site added"</h3>
-        <table class="numbers">
-            <tr>
-                <th>"attempt"</th>
-                <th>"ê_s (into SecureAgg)"</th>
-                <th>"e_s = ê_s − Σê/|U|"</th>
-                <th>"g_s (fresh)"</th>
-                <th>"â_s = f + e_s + g_s (sent)"</th>
-                <th>"conventional (sent)"</th>
-            </tr>
+        <table class="numbers noise-table" data-testid="site-noise" data-attempts=attempts.len()>
+            <tr><td></td>{head}</tr>
             {rows}
         </table>
         <p class="muted small">
