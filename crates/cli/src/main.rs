@@ -15,9 +15,17 @@ mod plot;
 mod vertical_vi;
 
 /// cape: capelab's protocols, natively.
+///
+/// The in-process simulations run the sites' work in parallel on all cores (`--threads N` to
+/// choose; `--threads 1` is sequential). A given seed gives the same results, bit for bit,
+/// whatever the thread count.
 #[derive(Parser)]
-#[command(name = "cape", version, about)]
+#[command(name = "cape", version, about, long_about)]
 struct Cli {
+    /// Threads for the sites' work in the in-process simulations and benchmarks (one site per
+    /// task): default all cores, 1 = sequential. Results do not depend on it.
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
     #[command(subcommand)]
     command: Command,
 }
@@ -70,8 +78,25 @@ enum Command {
     VerticalViSweep(vertical_vi::VerticalViSweepArgs),
 }
 
+/// Builds rayon's global pool once, with `threads` threads (rayon's default, all cores, when
+/// `None`).
+fn set_threads(threads: Option<usize>) -> Result<(), String> {
+    let Some(n) = threads else { return Ok(()) };
+    if n == 0 {
+        return Err("--threads: need at least 1".into());
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global()
+        .map_err(|e| format!("--threads {n}: {e}"))
+}
+
 fn main() -> ExitCode {
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    if let Err(message) = set_threads(cli.threads) {
+        return exit::fail(message);
+    }
+    match cli.command {
         Command::Account(args) => account::run(args),
         Command::Mean(args) => mean::run(args),
         Command::Bench(command) => bench::run(command),

@@ -33,6 +33,8 @@ Modules, one concept each:
 - [`pca`]: capePCA (Algorithm 3) and the projection/whitening for ICA.
 - [`djica`]: capeDJICA (Algorithm 4) and its baselines, site and aggregator sides.
 - [`ica_quality`]: q_NGI, component matching, principal cosines.
+- [`par`]: the sites' work in parallel (rayon behind the `parallel` feature, which the CLI turns
+  on; sequential without it, as in the browser), results in site order whatever the thread count.
 - [`efpsn`]: EFPSN (seed 003): Paillier-built zero-sum polynomial masks over a peer graph, and
   decentralised optimisation on the masked costs.
 */
@@ -49,6 +51,7 @@ pub mod fmri;
 pub mod ica_quality;
 pub mod link;
 pub mod nn;
+pub mod par;
 pub mod pca;
 pub mod rng;
 pub mod secagg;

@@ -11,6 +11,12 @@ would do; `end_to_end_s` = capePCA + J_max × the mean iteration time.
 `--numpy FILE` merges the JSON line of `scripts/bench_djica_numpy.py` (the same loop in numpy) and
 `--wasm FILE` the line printed by `crates/core/tests/bench_wasm_djica.rs` (headless Chromium),
 each with its ratio to the native cell of the same M. `scripts/bench` runs all three.
+
+Threads: the `native` cells run on one thread (like numpy on one BLAS thread and the browser);
+each M is then run again on `--threads` threads (default: all cores), the sites' work in parallel
+([`capelab_core::par`]: the covariances, the noise, the projections, each iteration's releases),
+into `native_threads`, with `threads.one_over_threads` the speed-up per M. Both runs must give the
+same bits (a digest of the eigenvalues, V, W and b), or the benchmark fails.
 */
 
 use std::path::PathBuf;
@@ -21,7 +27,7 @@ use capelab_core::djica::{
     CapeZeroSumNoise, DjicaConfig, GaussianLevel, Method, PrivacyUnit, ProjectedSite, Schedule,
     run_djica,
 };
-use capelab_core::fmri::{SyntheticConfig, generate};
+use capelab_core::fmri::{SyntheticConfig, SyntheticStudy, generate};
 use capelab_core::pca::{CovarianceSensitivity, PcaConfig, Whitening, cape_pca};
 use capelab_core::rng::Seed;
 use serde::{Deserialize, Serialize};
@@ -84,7 +90,16 @@ pub struct BenchRun {
     pub cells: Vec<Cell>,
 }
 
-fn measure(args: &DjicaBenchArgs, subjects: usize) -> Result<Cell, String> {
+/// A pool of `threads` threads for one timed run.
+pub fn pool(threads: usize) -> Result<rayon::ThreadPool, String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| format!("a pool of {threads} threads: {e}"))
+}
+
+/// One M's synthetic study, its time points per subject, and the seconds it took to generate.
+fn study(args: &DjicaBenchArgs, subjects: usize) -> Result<(SyntheticStudy, usize, f64), String> {
     let t = Instant::now();
     let config = SyntheticConfig {
         grid: args.grid,
@@ -92,8 +107,16 @@ fn measure(args: &DjicaBenchArgs, subjects: usize) -> Result<Cell, String> {
         ..SyntheticConfig::well_conditioned(subjects, args.sites)
     };
     let study = generate(&config, 1).map_err(|e| e.to_string())?;
-    let generate_s = t.elapsed().as_secs_f64();
+    Ok((study, config.timepoints, t.elapsed().as_secs_f64()))
+}
 
+/// capePCA and the capeDJICA iterations on `study`, timed on the current rayon pool.
+fn measure(
+    args: &DjicaBenchArgs,
+    (study, timepoints): (&SyntheticStudy, usize),
+    generate_s: Option<f64>,
+) -> Result<(Cell, u64), String> {
+    let subjects = study.sites.iter().map(|s| s.subjects()).sum();
     let t = Instant::now();
     let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(1), args.sites);
     let pca = cape_pca(
@@ -109,11 +132,9 @@ fn measure(args: &DjicaBenchArgs, subjects: usize) -> Result<Cell, String> {
     )
     .map_err(|e| e.to_string())?;
     let k = pca.subspace.projection(Whitening::Runica).map_err(|e| e.to_string())?;
-    let sites: Vec<ProjectedSite> = study
-        .sites
-        .iter()
-        .map(|s| ProjectedSite { x: &k * &s.x, max_subject_len: s.max_subject_len() })
-        .collect();
+    let sites: Vec<ProjectedSite> = capelab_core::par::map_sites(&study.sites, |_, s| {
+        ProjectedSite { x: &k * &s.x, max_subject_len: s.max_subject_len() }
+    });
     let pca_s = t.elapsed().as_secs_f64();
 
     let djica = DjicaConfig {
@@ -129,18 +150,32 @@ fn measure(args: &DjicaBenchArgs, subjects: usize) -> Result<Cell, String> {
         .map_err(|e| e.to_string())?;
     let ica_s = t.elapsed().as_secs_f64();
     let iteration_ms = 1e3 * ica_s / result.privacy.iterations as f64;
-    Ok(Cell {
+    let digest = digest(
+        pca.subspace.eigenvalues.iter().chain(&pca.subspace.v).chain(&result.w).chain(&result.b),
+    );
+    let cell = Cell {
         subjects,
         sites: args.sites,
         voxels: args.grid * args.grid,
         components: args.components,
-        timepoints: config.timepoints,
-        generate_s: Some(generate_s),
+        timepoints,
+        generate_s,
         pca_s,
         iterations: result.privacy.iterations,
         iteration_ms,
         jmax: args.jmax,
         end_to_end_s: pca_s + args.jmax as f64 * iteration_ms / 1e3,
+    };
+    Ok((cell, digest))
+}
+
+/// FNV-1a over the bits of `values`: equal digests, equal results.
+pub fn digest<'a>(values: impl IntoIterator<Item = &'a f64>) -> u64 {
+    values.into_iter().fold(0xcbf2_9ce4_8422_2325, |h, v| {
+        v.to_bits()
+            .to_le_bytes()
+            .iter()
+            .fold(h, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
     })
 }
 
@@ -179,22 +214,56 @@ fn bench(args: &DjicaBenchArgs) -> Result<Value, String> {
             args.iterations, args.sites, args.subjects
         ));
     }
-    let mut cells = vec![];
+    // Each M twice on the same study: on one thread (the `native` cells, which the numpy and
+    // wasm ratios compare with: both run on one thread too) and on the pool `--threads` chose
+    // (all cores by default); the speed-up is computed here, in the same run.
+    let threads = rayon::current_num_threads();
+    let (mut cells, mut multi) = (vec![], vec![]);
+    let mut identical = true;
     for &m in &args.subjects {
-        let cell = measure(args, m)?;
+        let (study, timepoints, generate_s) = study(args, m)?;
+        let (one, one_digest) =
+            pool(1)?.install(|| measure(args, (&study, timepoints), Some(generate_s)))?;
+        let (many, many_digest) =
+            pool(threads)?.install(|| measure(args, (&study, timepoints), None))?;
+        identical &= one_digest == many_digest;
         eprintln!(
-            "native M = {m}: capePCA {:.2} s, {:.2} ms per iteration, end to end {:.1} s",
-            cell.pca_s, cell.iteration_ms, cell.end_to_end_s
+            "native M = {m}: capePCA {:.2} s, {:.2} ms per iteration, end to end {:.1} s on 1 \
+             thread; {:.2} s, {:.2} ms, {:.1} s on {threads} threads; same results: {}",
+            one.pca_s,
+            one.iteration_ms,
+            one.end_to_end_s,
+            many.pca_s,
+            many.iteration_ms,
+            many.end_to_end_s,
+            one_digest == many_digest
         );
-        cells.push(cell);
+        cells.push(one);
+        multi.push(many);
     }
-    let native = BenchRun {
+    if !identical {
+        return Err(format!("the run on {threads} threads differs from the run on one thread"));
+    }
+    let build = if cfg!(debug_assertions) { "debug" } else { "release" };
+    let native =
+        BenchRun { bench: "djica".into(), runner: "native".into(), build: build.into(), cells };
+    let native_threads = BenchRun {
         bench: "djica".into(),
-        runner: "native".into(),
-        build: if cfg!(debug_assertions) { "debug" } else { "release" }.into(),
-        cells,
+        runner: format!("native, {threads} threads"),
+        build: build.into(),
+        cells: multi,
     };
-    let mut out = json!({ "native": native });
+    let mut out = json!({
+        "native": native,
+        "native_threads": native_threads,
+        "threads": {
+            "threads": threads,
+            "machine_cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
+            "identical_results": identical,
+            // one thread's time over `threads` threads' time: the speed-up
+            "one_over_threads": ratios(&native_threads, &native),
+        },
+    });
     if let Some(path) = &args.numpy {
         let numpy = read_run(path)?;
         out["numpy_over_native"] = json!(ratios(&native, &numpy));

@@ -9,6 +9,11 @@ the call that closes the round (in R3: reconstruction and unmasking). After one 
 run, each cell reports the median and the minimum over the repetitions: other processes only ever add time, so the minimum
 is the better estimate of the cost and the median shows the spread.
 
+`--wall-sites` (default 64) adds, per (graph, S, D) at those S, a whole instance (R0..R3, every
+site and the aggregator) by the wall clock with the sites' calls of each round in parallel
+([`Lockstep::round_parallel`]), on one thread and on `--threads` threads (default: all cores),
+with the speed-up from the same run (`threads` in the JSON).
+
 `--graph complete,harary` measures SecAgg+ (Bell et al. 2020) beside the complete graph: on
 `--plus-sites` (default 16, 64, 256, 1000) with the (k, t) that
 [`choose_harary`](capelab_core::secagg::choose_harary) picks for `--dropout-fraction`,
@@ -67,6 +72,11 @@ pub struct SecaggArgs {
     /// Repetitions per (S, D).
     #[arg(long, default_value_t = 5)]
     repetitions: usize,
+    /// At these S (of those measured, either graph), also time a whole instance, all four rounds
+    /// and all parties, by the wall clock: the sites' calls of each round in parallel on one
+    /// thread and on `--threads` threads (default all cores), comma-separated; empty: none.
+    #[arg(long, value_delimiter = ',', default_values_t = [64u32])]
+    wall_sites: Vec<u32>,
     /// The last S − t sites leave after R1 (the aggregator's costliest case).
     #[arg(long)]
     with_dropouts: bool,
@@ -111,6 +121,29 @@ pub struct BenchRun {
     /// What was skipped and why, and how SecAgg+'s (k, t) were chosen.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// A whole instance by the wall clock on one thread and on several (`--wall-sites`).
+    #[serde(default)]
+    pub threads: Vec<ThreadsCell>,
+}
+
+/// A whole instance (R0..R3, every site and the aggregator) of one (graph, S, D) by the wall
+/// clock, the sites' calls of each round run in parallel ([`Lockstep::round_parallel`]) on one
+/// thread and on `threads` threads, in the same run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ThreadsCell {
+    pub graph: String,
+    pub sites: u32,
+    pub length: usize,
+    pub dropped: u32,
+    pub threads: usize,
+    /// Median and minimum over the repetitions.
+    pub one_thread_median_ms: f64,
+    pub one_thread_min_ms: f64,
+    pub threads_median_ms: f64,
+    pub threads_min_ms: f64,
+    /// One thread's time over `threads` threads' (medians; minima).
+    pub speedup_median: f64,
+    pub speedup_min: f64,
 }
 
 fn complete() -> String {
@@ -296,8 +329,9 @@ impl Setup {
     }
 }
 
-/// One instance of `setup` with vectors of length `len`; the last `dropped` sites leave after R1.
-fn measure(setup: &Setup, len: usize, seed: u64) -> Result<Vec<RoundTiming>, String> {
+/// One instance of `setup` with vectors of length `len`, the last `dropped` sites leaving after
+/// R1; and the bytes of its `Begin`.
+fn instance(setup: &Setup, len: usize, seed: u64) -> Result<(Lockstep, usize), String> {
     let (s, dropped) = (setup.sites, setup.dropped);
     let params = setup.params(len)?;
     let begin_bytes = codec::encode(&SecAggMessage {
@@ -310,8 +344,40 @@ fn measure(setup: &Setup, len: usize, seed: u64) -> Result<Vec<RoundTiming>, Str
     let inputs =
         (1..=s).map(|id| SiteInput::Ring((0..len as u64).map(|j| j * u64::from(id)).collect()));
     let leaving: Vec<ParticipantId> = (s - dropped + 1..=s).collect();
-    let mut ls =
-        Lockstep::new(config, inputs.collect(), seed, &leaving).map_err(|e| e.to_string())?;
+    let ls = Lockstep::new(config, inputs.collect(), seed, &leaving).map_err(|e| e.to_string())?;
+    Ok((ls, begin_bytes))
+}
+
+/// Whether the instance's sum is the sum of the inputs its survivors gave.
+fn check_sum(setup: &Setup, len: usize, ls: &Lockstep) -> Result<(), String> {
+    let (s, dropped) = (setup.sites, setup.dropped);
+    let expected: Vec<u64> = (0..len as u64)
+        .map(|j| (1..=u64::from(s - dropped)).fold(0u64, |a, id| a.wrapping_add(j * id)))
+        .collect();
+    match ls.outcome() {
+        Some(Ok(agg)) if agg.sum == expected => Ok(()),
+        other => Err(format!(
+            "{} S = {s}, D = {len}: wrong or no sum: {:?}",
+            setup.graph,
+            other.map(|o| o.err())
+        )),
+    }
+}
+
+/// A whole instance by the wall clock (ms), the sites' calls in parallel on the current pool.
+fn measure_wall(setup: &Setup, len: usize, seed: u64) -> Result<f64, String> {
+    let (mut ls, _) = instance(setup, len, seed)?;
+    let t0 = Instant::now();
+    ls.run_parallel().map_err(|e| e.to_string())?;
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    check_sum(setup, len, &ls)?;
+    Ok(ms)
+}
+
+/// One instance of `setup` with vectors of length `len`; the last `dropped` sites leave after R1.
+fn measure(setup: &Setup, len: usize, seed: u64) -> Result<Vec<RoundTiming>, String> {
+    let s = setup.sites;
+    let (mut ls, begin_bytes) = instance(setup, len, seed)?;
     let mut rounds = vec![RoundTiming::default(); 4];
     rounds[0].received = (1..=s).map(|id| (id, begin_bytes)).collect();
     let mut probe = |w: &mut Work<'_>| {
@@ -346,17 +412,8 @@ fn measure(setup: &Setup, len: usize, seed: u64) -> Result<Vec<RoundTiming>, Str
     };
     ls.run(&mut probe).map_err(|e| e.to_string())?;
     // The timing is only worth something if the sum is right.
-    let expected: Vec<u64> = (0..len as u64)
-        .map(|j| (1..=u64::from(s - dropped)).fold(0u64, |a, id| a.wrapping_add(j * id)))
-        .collect();
-    match ls.outcome() {
-        Some(Ok(agg)) if agg.sum == expected => Ok(rounds),
-        other => Err(format!(
-            "{} S = {s}, D = {len}: wrong or no sum: {:?}",
-            setup.graph,
-            other.map(|o| o.err())
-        )),
-    }
+    check_sum(setup, len, &ls)?;
+    Ok(rounds)
 }
 
 fn round_index(phase: Phase) -> usize {
@@ -451,6 +508,7 @@ fn measure_all(args: &SecaggArgs) -> Result<BenchRun, String> {
     let repetitions = args.repetitions;
     let mut cells = Vec::new();
     let mut summaries = Vec::new();
+    let mut threads = Vec::new();
     for setup in &setups {
         let (s, dropped) = (setup.sites, setup.dropped);
         for &len in &args.lengths {
@@ -521,6 +579,9 @@ fn measure_all(args: &SecaggArgs) -> Result<BenchRun, String> {
                 aggregator_min_ms,
                 failure_log2: setup.failure_log2,
             });
+            if args.wall_sites.contains(&s) {
+                threads.push(measure_threads(setup, len, repetitions)?);
+            }
         }
     }
     Ok(BenchRun {
@@ -532,6 +593,43 @@ fn measure_all(args: &SecaggArgs) -> Result<BenchRun, String> {
         cells,
         summaries,
         notes,
+        threads,
+    })
+}
+
+/// A whole instance of `setup` at length `len` by the wall clock, on one thread and on the
+/// pool `--threads` chose, alternating so that other load falls on both alike.
+fn measure_threads(setup: &Setup, len: usize, repetitions: usize) -> Result<ThreadsCell, String> {
+    let n = rayon::current_num_threads();
+    let (one_pool, many_pool) = (super::djica::pool(1)?, super::djica::pool(n)?);
+    // discarded warm-ups, as above
+    one_pool.install(|| measure_wall(setup, len, u64::MAX))?;
+    many_pool.install(|| measure_wall(setup, len, u64::MAX))?;
+    let (mut one, mut many) = (Vec::new(), Vec::new());
+    for rep in 0..repetitions {
+        eprintln!(
+            "{} S = {}, D = {len}: whole instance on 1 and {n} threads, repetition {}/{repetitions}",
+            setup.graph,
+            setup.sites,
+            rep + 1
+        );
+        one.push(one_pool.install(|| measure_wall(setup, len, rep as u64))?);
+        many.push(many_pool.install(|| measure_wall(setup, len, rep as u64))?);
+    }
+    let (one_median, one_min) = median_min(&mut one);
+    let (many_median, many_min) = median_min(&mut many);
+    Ok(ThreadsCell {
+        graph: setup.graph.to_string(),
+        sites: setup.sites,
+        length: len,
+        dropped: setup.dropped,
+        threads: n,
+        one_thread_median_ms: one_median,
+        one_thread_min_ms: one_min,
+        threads_median_ms: many_median,
+        threads_min_ms: many_min,
+        speedup_median: one_median / many_median,
+        speedup_min: one_min / many_min,
     })
 }
 
@@ -632,6 +730,28 @@ fn print_table(native: &BenchRun, ratios: Option<&[Ratio]>, to_stderr: bool) {
             x.failure_log2.map_or("—".to_owned(), |f| format!("2^{f:.1}"))
         );
     }
+    if !native.threads.is_empty() {
+        out += "\nA whole instance (R0..R3, all parties) by the wall clock, the sites' calls in \
+                parallel (ms, median / min)\n\
+                | graph | S | D | dropped | 1 thread | N threads | N | speed-up |\n\
+                |---|---|---|---|---|---|---|---|\n";
+        for x in &native.threads {
+            out += &format!(
+                "| {} | {} | {} | {} | {:.1} / {:.1} | {:.1} / {:.1} | {} | {:.2}× (min {:.2}×) |\n",
+                x.graph,
+                x.sites,
+                x.length,
+                x.dropped,
+                x.one_thread_median_ms,
+                x.one_thread_min_ms,
+                x.threads_median_ms,
+                x.threads_min_ms,
+                x.threads,
+                x.speedup_median,
+                x.speedup_min
+            );
+        }
+    }
     for note in &native.notes {
         out += &format!("note: {note}\n");
     }
@@ -692,6 +812,19 @@ mod tests {
                 .bytes
         };
         assert!(r1(plus[0]) < r1(full));
+    }
+
+    #[test]
+    fn wall_clock_cells_on_one_and_several_threads() {
+        let run = measure_all(&args(
+            "--graph complete,harary --sites 4,8 --plus-sites 16 --lengths 8 --repetitions 1 \
+             --wall-sites 8,16",
+        ))
+        .unwrap();
+        let cells: Vec<(&str, u32)> =
+            run.threads.iter().map(|c| (c.graph.as_str(), c.sites)).collect();
+        assert_eq!(cells, vec![("complete", 8), ("harary", 16)]);
+        assert!(run.threads.iter().all(|c| c.speedup_median > 0.0 && c.threads >= 1));
     }
 
     #[test]

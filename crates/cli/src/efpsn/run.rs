@@ -24,7 +24,7 @@ pub(super) fn bar(len: u64, what: &str) -> ProgressBar {
     )
 }
 
-/// Generates one key pair per agent, with a progress bar (seconds each at 2048 bits).
+/// Generates one key pair per agent, in parallel, with a progress bar (seconds each at 2048 bits).
 pub(super) fn generate_keys(c: &EfpsnCommon, quiet: bool) -> Result<(Vec<Keypair>, f64), String> {
     let size = c.key_size()?;
     let progress = if quiet {
@@ -33,13 +33,12 @@ pub(super) fn generate_keys(c: &EfpsnCommon, quiet: bool) -> Result<(Vec<Keypair
         bar(c.agents as u64, &format!("{}-bit Paillier keys", size.bits()))
     };
     let start = Instant::now();
-    let keys = (0..c.agents)
-        .map(|i| {
-            let k = Keypair::generate(size, &mut derive(c.seed, &format!("efpsn/key/{i}")));
-            progress.inc(1);
-            k
-        })
-        .collect();
+    // One agent per task on the thread pool (`--threads`), each from its own seeded RNG.
+    let keys = capelab_core::par::map_indices(c.agents, |i| {
+        let k = Keypair::generate(size, &mut derive(c.seed, &format!("efpsn/key/{i}")));
+        progress.inc(1);
+        k
+    });
     progress.finish_and_clear();
     Ok((keys, start.elapsed().as_secs_f64()))
 }

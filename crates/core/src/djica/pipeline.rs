@@ -126,10 +126,10 @@ pub fn run_study(
         noise,
     )?;
     let k = pca_result.subspace.projection(pca.whitening)?;
-    let projected: Vec<ProjectedSite> = sites
-        .iter()
-        .map(|s| ProjectedSite { x: &k * &s.x, max_subject_len: s.max_subject_len() })
-        .collect();
+    let projected: Vec<ProjectedSite> = crate::par::map_sites(sites, |_, s| ProjectedSite {
+        x: &k * &s.x,
+        max_subject_len: s.max_subject_len(),
+    });
     let a_eff = data.truth.map(|a| &k * a);
     let principal = data.truth.map(|a| principal_cosines(&pca_result.subspace.v, a));
     let djica = run_djica(projected, config, seed, noise, a_eff.as_ref(), observer)?;

@@ -358,19 +358,19 @@ pub fn run_djica(
     let mut sum_b = DVector::<f64>::zeros(r);
     let mut averaged = 0usize;
     let mut stop = StopReason::MaxIterations;
-    let mut releases = Vec::with_capacity(site_count);
     while aggregator.iterations() < config.max_iterations {
         let zero_sum = if scheme == NoiseScheme::Cape {
             Some((noise.draw(&taus_g, r * r)?, noise.draw(&taus_h, r)?))
         } else {
             None
         };
-        releases.clear();
         let (w, b) = (aggregator.w().clone(), aggregator.b().clone());
-        for (s, site) in djica_sites.iter_mut().enumerate() {
+        // The sites' releases in parallel (`crate::par`): each site draws from its own RNG; the
+        // releases come back in site order and `aggregate` sums them sequentially.
+        let releases = crate::par::map_sites_mut(&mut djica_sites, |s, site| {
             let share = zero_sum.as_ref().map(|(eg, eh)| (eg[s].as_slice(), eh[s].as_slice()));
-            releases.push(site.release(&w, &b, config.bounds, scheme, share, site_count));
-        }
+            site.release(&w, &b, config.bounds, scheme, share, site_count)
+        });
         let (mean_g, mean_h) = aggregate(&releases);
         let rate = aggregator.rate();
         let verdict = aggregator.apply(&mean_g, &mean_h);

@@ -122,18 +122,32 @@ impl EfpsnSim {
             phase2: config.phase2,
             variables: config.variables.clone(),
         };
-        let mut keys = keys.map(|k| k.into_iter());
+        // Key pairs not given are generated per agent, in parallel (`crate::par`: each from its
+        // own seeded RNG, so the keys do not depend on the thread count).
+        let mut keys = match config.method {
+            Method::Efpsn => {
+                let given = keys.unwrap_or_default();
+                let have = given.len().min(n);
+                let mut keys: Vec<Keypair> = given.into_iter().take(n).collect();
+                keys.extend(crate::par::map_indices(n - have, |j| {
+                    let i = have + j;
+                    Keypair::generate(
+                        config.key_size,
+                        &mut derive(config.seed, &format!("efpsn/key/{i}")),
+                    )
+                }));
+                Some(keys.into_iter())
+            }
+            Method::Baseline | Method::NoiseFree => None,
+        };
         let mut agents = Vec::with_capacity(n);
         for (i, transport) in transports.into_iter().enumerate() {
             let source = match config.method {
                 Method::Efpsn => {
-                    let key = match keys.as_mut().and_then(|k| k.next()) {
-                        Some(k) => k,
-                        None => Keypair::generate(
-                            config.key_size,
-                            &mut derive(config.seed, &format!("efpsn/key/{i}")),
-                        ),
-                    };
+                    let key = keys
+                        .as_mut()
+                        .and_then(|k| k.next())
+                        .expect("one key pair per agent, given or generated above");
                     MaskSource::Exchange(Box::new(key))
                 }
                 Method::Baseline => MaskSource::Independent,

@@ -136,6 +136,6 @@ fn local_arrays(model: Model, sites: &[Dataset]) -> Result<(Vec<Coefficients>, u
     if let Some(other) = sites.iter().find(|s| s.len() != n_s) {
         return Err(FmError::TooFewRecords { records: other.len(), sites: sites.len() });
     }
-    let local: Vec<Coefficients> = sites.iter().map(|d| Coefficients::of(model, d)).collect();
+    let local: Vec<Coefficients> = crate::par::map_sites(sites, |_, d| Coefficients::of(model, d));
     Ok((local, n_s))
 }

@@ -159,14 +159,26 @@ pub struct SyntheticStudy {
 pub fn generate(config: &SyntheticConfig, seed: u64) -> Result<SyntheticStudy, FmriError> {
     config.validate()?;
     let mixing = maps(config, seed);
+    // Each site's subjects in parallel (`crate::par`): a subject's streams depend on its global
+    // index only, so the sites are independent; the counts are added in site order.
+    let firsts: Vec<(usize, usize)> = config
+        .subjects_per_site
+        .iter()
+        .scan(0usize, |first, &m_s| {
+            let this = *first;
+            *first += m_s;
+            Some((this, m_s))
+        })
+        .collect();
+    let generated = crate::par::map_sites(&firsts, |_, &(first_subject, m_s)| {
+        generate_subjects(config, &mixing, seed, first_subject, m_s)
+    });
     let mut sites = Vec::with_capacity(config.subjects_per_site.len());
-    let mut first_subject = 0usize;
     let (mut clipped, mut samples) = (0usize, 0usize);
-    for &m_s in &config.subjects_per_site {
-        let (site, report) = generate_subjects(config, &mixing, seed, first_subject, m_s)?;
+    for generated in generated {
+        let (site, report) = generated?;
         clipped += report.clipped;
         samples += report.samples;
-        first_subject += m_s;
         sites.push(site);
     }
     Ok(SyntheticStudy {

@@ -187,9 +187,12 @@ pub fn train_with<S: SecureSum>(
     let mut clipped_total = 0.0;
     for t in 0..config.iterations {
         net.set_params(&params);
+        // The sites' gradients in parallel (`crate::par`; no randomness here), in site order.
         let mut local = Vec::with_capacity(s);
-        for site in &sites {
-            let (g, clipped) = net.mean_gradient(site, private.then_some(config.clip));
+        let gradients = crate::par::map_sites(&sites, |_, site| {
+            net.mean_gradient(site, private.then_some(config.clip))
+        });
+        for (g, clipped) in gradients {
             clipped_total += clipped / s as f64;
             local.push(g);
         }

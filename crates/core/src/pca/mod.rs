@@ -204,21 +204,19 @@ pub fn cape_pca(
         NoiseScheme::Cape => Some(noise.draw(&taus, upper_len(d))?),
         _ => None,
     };
-    let releases: Vec<DMatrix<f64>> = sites
-        .iter()
-        .enumerate()
-        .map(|(s, site)| {
-            let mut rng = seed.rng(&format!("site/{s}/pca-noise"));
-            site_release(
-                &site_covariance(&site.x),
-                config.scheme,
-                zero_sum.as_ref().map(|z| z[s].as_slice()),
-                taus[s],
-                sites.len(),
-                &mut rng,
-            )
-        })
-        .collect();
+    // Each site's covariance and noise in parallel (`crate::par`): its own RNG, its own share;
+    // the releases come back in site order and are averaged sequentially below.
+    let releases: Vec<DMatrix<f64>> = crate::par::map_sites(sites, |s, site| {
+        let mut rng = seed.rng(&format!("site/{s}/pca-noise"));
+        site_release(
+            &site_covariance(&site.x),
+            config.scheme,
+            zero_sum.as_ref().map(|z| z[s].as_slice()),
+            taus[s],
+            sites.len(),
+            &mut rng,
+        )
+    });
     let subspace = PrincipalSubspace::from_covariance(&aggregate(&releases), config.components)?;
     Ok(PcaResult {
         subspace,
