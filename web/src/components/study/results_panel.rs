@@ -354,7 +354,7 @@ fn MaskedView(round: FinishedRound, stem: String) -> impl IntoView {
             view! {
                 <tr data-testid="masked-row" data-site-id=m.site>
                     <td>{format!("{} (#{})", round.name(m.site), m.site)}</td>
-                    <td class="mono">{format!("{first:016x}")}</td>
+                    <td class="mono hex">{format!("{first:016x}")}</td>
                     <td>{format_value(decoded)}</td>
                     <td>{plain}</td>
                 </tr>
