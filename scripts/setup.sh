@@ -2,15 +2,20 @@
 # Installs what capelab needs on a fresh Debian machine that has only the Rust toolchain.
 # Idempotent: every tool is pinned, and a tool already present at its pinned version is skipped.
 #
-#   scripts/setup.sh demo   what running the app needs (wasm target, wasm-bindgen, trunk, wasm-opt)
-#   scripts/setup.sh test   the above, plus Chromium + ChromeDriver, nats-server (the relay's
-#                           --broker tests), Playwright and the Python cross-check environment
+#   scripts/setup.sh demo   what running the app needs: the wasm target and wasm-opt (npm). No cargo
+#                           tools: the app is built by the workspace's own capelab-webbuild
+#                           (crates/webbuild), which runs wasm-bindgen as a library.
+#   scripts/setup.sh test   the above, plus wasm-bindgen-cli (the wasm tests' runner) and trunk (the
+#                           test command checks that Trunk.toml still builds), Chromium +
+#                           ChromeDriver, nats-server (the relay's --broker tests), Playwright and
+#                           the Python cross-check environment
 #
 # Everything lands in ~/.cargo/bin (cargo tools), Debian packages (chromium, nats-server), or inside the
 # repository (tools/node_modules, tools/venv). Nothing else is cached.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The two cargo tools are for `test` only (scripts/demo builds the app with crates/webbuild).
 WASM_BINDGEN_VERSION="0.2.130" # must equal the wasm-bindgen crate pin in Cargo.toml
 TRUNK_VERSION="0.21.14"        # 0.22 needs rustc 1.96.1
 WASM_OPT_VERSION="version_132" # from npm binaryen@132.0.0 (tools/package.json); never Debian's 108
@@ -166,7 +171,9 @@ main() {
     local what="${1:-demo}"
     step "checking tools for '$what'"
     ensure_wasm_target
-    ensure_cargo_tools
+    if [ "$what" = test ]; then
+        ensure_cargo_tools
+    fi
     ensure_npm_tools
     if [ "$what" = test ]; then
         ensure_browser
