@@ -126,6 +126,9 @@ fn local_view(
     )
 }
 
+/// Reads one quantity of an attempt (its noise vector, if it got that far).
+type NoiseOf = fn(&AttemptView) -> Option<&Vec<f64>>;
+
 /// The noise of each attempt, first coordinate (and the count of the others): one row per
 /// quantity, one column per attempt, so that on a phone the labels wrap at their spaces and the
 /// numbers stay whole (one column per quantity broke both letter by letter).
@@ -135,7 +138,7 @@ fn NoiseTable(attempts: Vec<AttemptView>) -> impl IntoView {
         v.and_then(|v| v.first()).map(|x| format_value(*x)).unwrap_or_else(|| "—".into())
     };
     let more = attempts.first().map_or(0, |a| a.quantised_noise.len().saturating_sub(1));
-    let quantities: [(&str, fn(&AttemptView) -> Option<&Vec<f64>>); 5] = [
+    let quantities: [(&str, NoiseOf); 5] = [
         ("ê_s (into SecureAgg)", |a| Some(&a.quantised_noise)),
         ("e_s = ê_s − Σê/|U|", |a| a.zero_sum_noise.as_ref()),
         ("g_s (fresh)", |a| a.fresh_noise.as_ref()),
