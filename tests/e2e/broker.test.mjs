@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 
 import {
   assertNoErrors,
+  attr,
   createRoom,
   joinAsSite,
   launchBrowser,
@@ -35,11 +36,6 @@ const SITES = [
 ];
 /** How many theoretical standard deviations an estimate may be from the truth (P(fail) < 1e-6). */
 const SDS = 5;
-
-async function attr(page, selector, name) {
-  const el = await page.waitForSelector(selector, { timeout: STEP_TIMEOUT_MS });
-  return el.getAttribute(name);
-}
 
 describe('a private-mean study across three relays behind one broker', { concurrency: false }, () => {
   let nats;

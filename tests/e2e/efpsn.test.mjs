@@ -18,6 +18,7 @@ import assert from 'node:assert/strict';
 import {
   assertAccessible,
   assertNoErrors,
+  attr,
   closeTab,
   openFold,
   openRoomWithSites,
@@ -29,11 +30,6 @@ import {
 
 const SITE_NAMES = ['Agent A', 'Agent B', 'Agent C', 'Agent D'];
 const STUDY_TIMEOUT_MS = 180_000;
-
-async function attr(page, selector, name, timeout = STEP_TIMEOUT_MS) {
-  const el = await page.waitForSelector(selector, { timeout });
-  return el.getAttribute(name);
-}
 
 async function ledgerCount(site) {
   return Number(await attr(site.tab.page, '[data-testid="ledger-releases"]', 'data-count'));

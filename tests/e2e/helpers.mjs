@@ -255,6 +255,12 @@ export async function waitForCount(page, selector, count) {
   );
 }
 
+/** The attribute `name` of the first element matching `selector`, once there is one. */
+export async function attr(page, selector, name, timeout = STEP_TIMEOUT_MS) {
+  const el = await page.waitForSelector(selector, { timeout });
+  return el.getAttribute(name);
+}
+
 /** `{id: presence}` for the list items matching `selector`. */
 export async function presences(page, selector) {
   return page.$$eval(selector, (items) =>

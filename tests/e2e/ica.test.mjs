@@ -20,6 +20,7 @@ import assert from 'node:assert/strict';
 import {
   assertAccessible,
   assertNoErrors,
+  attr,
   openFold,
   openRoomWithSites,
   shot,
@@ -32,11 +33,6 @@ const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
 const J = 150;
 const R = 4;
 const RUN_TIMEOUT_MS = 90_000;
-
-async function attr(page, selector, name, timeout = STEP_TIMEOUT_MS) {
-  const el = await page.waitForSelector(selector, { timeout });
-  return el.getAttribute(name);
-}
 
 describe('Joint ICA over the real relay', { concurrency: false }, () => {
   let relay;

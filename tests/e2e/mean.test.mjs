@@ -23,6 +23,7 @@ import assert from 'node:assert/strict';
 import {
   assertAccessible,
   assertNoErrors,
+  attr,
   closeTab,
   connectedState,
   createRoom,
@@ -42,11 +43,6 @@ const EPSILON = '0.9';
 const VALUES_PER_SITE = '1000';
 /** How many theoretical standard deviations an estimate may be from the truth (P(fail) < 1e-6). */
 const SDS = 5;
-
-async function attr(page, selector, name) {
-  const el = await page.waitForSelector(selector, { timeout: STEP_TIMEOUT_MS });
-  return el.getAttribute(name);
-}
 
 /** The site's own local mean (its f(x_s)) of the current study, as it displays it. */
 async function localMean(site) {

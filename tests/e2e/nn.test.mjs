@@ -23,6 +23,7 @@ import assert from 'node:assert/strict';
 import {
   assertAccessible,
   assertNoErrors,
+  attr,
   closeTab,
   openFold,
   openRoomWithSites,
@@ -36,11 +37,6 @@ import {
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
 const J = 20;
 const TRAINING_TIMEOUT_MS = 60_000;
-
-async function attr(page, selector, name, timeout = STEP_TIMEOUT_MS) {
-  const el = await page.waitForSelector(selector, { timeout });
-  return el.getAttribute(name);
-}
 
 async function ledgerCount(site) {
   return Number(await attr(site.tab.page, '[data-testid="ledger-releases"]', 'data-count'));

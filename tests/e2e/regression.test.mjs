@@ -23,6 +23,7 @@ import assert from 'node:assert/strict';
 import {
   assertAccessible,
   assertNoErrors,
+  attr,
   closeTab,
   openFold,
   openRoomWithSites,
@@ -34,11 +35,6 @@ import {
 
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C', 'Lab D'];
 const FEATURES = 3;
-
-async function attr(page, selector, name) {
-  const el = await page.waitForSelector(selector, { timeout: STEP_TIMEOUT_MS });
-  return el.getAttribute(name);
-}
 
 async function ledgerCount(site) {
   return Number(await attr(site.tab.page, '[data-testid="ledger-releases"]', 'data-count'));

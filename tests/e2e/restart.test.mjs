@@ -18,6 +18,7 @@ import { readFile } from 'node:fs/promises';
 
 import {
   assertNoErrors,
+  attr,
   connectedState,
   launchBrowser,
   openRoomWithSites,
@@ -31,11 +32,6 @@ import {
 const SITE_NAMES = ['Lab A', 'Lab B', 'Lab C'];
 const J = 100;
 const TRAINING_TIMEOUT_MS = 60_000;
-
-async function attr(page, selector, name, timeout = STEP_TIMEOUT_MS) {
-  const el = await page.waitForSelector(selector, { timeout });
-  return el.getAttribute(name);
-}
 
 const ledgerCount = async (page) => Number(await attr(page, '[data-testid="ledger-releases"]', 'data-count'));
 const released = async (page) => Number(await attr(page, '[data-testid="nn-site"]', 'data-released'));
