@@ -111,10 +111,9 @@ pub fn clear() {
 /// loses nothing of a running study's progress.
 pub fn keep(view: DashboardView, room: Memo<Option<String>>, earlier: Vec<ArchivedStudy>) {
     let save_now = move || {
-        let Some(room) = room.get_untracked() else { return };
-        let mut studies = earlier.clone();
-        studies.extend(untrack(|| snapshot(&view)));
-        save(&Archive { room, studies });
+        if let Some(room) = room.get_untracked() {
+            save(&now(room, &earlier, &view));
+        }
     };
     let pending = StoredValue::new_local(None::<Timeout>);
     let on_change = save_now.clone();
@@ -150,8 +149,15 @@ fn track(view: &DashboardView) {
     view.vvi.track();
 }
 
+/// The session as it stands: `earlier`, then every study the view shows now (read untracked).
+pub fn now(room: String, earlier: &[ArchivedStudy], view: &DashboardView) -> Archive {
+    let mut studies = earlier.to_vec();
+    studies.extend(untrack(|| snapshot(view)));
+    Archive { room, studies }
+}
+
 /// Every study the dashboard shows now.
-pub fn snapshot(view: &DashboardView) -> Vec<ArchivedStudy> {
+fn snapshot(view: &DashboardView) -> Vec<ArchivedStudy> {
     let mut studies = Vec::new();
     view.reports.with(|reports| {
         view.rounds.with(|rounds| studies.extend(rounds.iter().map(|r| finished_mean(r, reports))));

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::dashboard_archive::{self, Archive, ArchivedStudy, StudyState};
+use crate::dashboard_archive::{self, ArchivedStudy, StudyState};
 use crate::download;
 use crate::study_driver::dashboard::DashboardView;
 
@@ -19,10 +19,8 @@ pub fn SessionCard(
     let kept = earlier.clone();
     let download = move |_| {
         let Some(room) = room.get_untracked() else { return };
-        let mut studies = kept.clone();
-        studies.extend(untrack(|| dashboard_archive::snapshot(&view)));
         let file = format!("capelab-session-{room}.json");
-        let json = Archive { room, studies }.to_json();
+        let json = dashboard_archive::now(room, &kept, &view).to_json();
         error.set(download::text(&file, "application/json", &json).err());
     };
     let interrupted = earlier.iter().any(|s| s.state == StudyState::Interrupted);
