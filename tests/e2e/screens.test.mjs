@@ -70,6 +70,16 @@ async function assertInView(tab, selector, what) {
  * The site page with every folded section (`<details>`) open, for `check`; closed again after,
  * so the screenshots that follow show the page as a user first sees it.
  */
+/** ICA-only words (NIfTI, voxel, brain mask) are not on the page, not even in a closed fold. */
+async function assertNoIcaWords(tab, what) {
+  // A fold closed a moment ago drops its content with the toggle event, a task later.
+  const gone = await tab.page
+    .waitForFunction(() => !/NIfTI|voxel|brain mask/i.test(document.body.textContent), null, { timeout: 3000 })
+    .then(() => true, () => false);
+  const found = gone ? null : await tab.page.evaluate(() => document.body.textContent.match(/NIfTI|voxel|brain mask/i)[0]);
+  assert.equal(found, null, `${what}: "${found}" is on the page before any ICA study`);
+}
+
 async function withFoldsOpen(tab, check) {
   const opened = await tab.page.$$eval('details:not([open])', (folds) =>
     folds.map((d, i) => {
@@ -77,6 +87,10 @@ async function withFoldsOpen(tab, check) {
       d.dataset.e2eOpened = String(i);
       return i;
     }),
+  );
+  // A fold may render its content only once open (the toggle event comes a task later).
+  await tab.page.waitForFunction(() =>
+    [...document.querySelectorAll('details[open] .fold-body')].every((b) => b.children.length > 0),
   );
   try {
     return await check();
@@ -157,9 +171,12 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
       }
       await shot(site, view('site-idle'));
       await axe(site, 'idle site');
+      await assertNoIcaWords(site, 'idle site');
       await withFoldsOpen(site, async () => {
         await axe(site, 'idle site, folds open');
         await keyboard(site, 'idle site, folds open');
+        // Opened by hand, the ICA fold offers its files.
+        assert.match(await site.page.textContent('[data-testid="fold-ica-data"]'), /NIfTI/);
       });
       await assertFits(dashboard, 'dashboard');
       await shot(dashboard, view('dashboard'));
@@ -185,6 +202,7 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
       await dashboard.page.click('[data-testid="start-mean"]');
       await site.page.waitForSelector('[data-testid="site-phase"]:not([data-phase="idle"])', { timeout: STEP_TIMEOUT_MS });
       await assertFits(site, 'site during a study');
+      await assertNoIcaWords(site, 'site during the private mean');
       await shot(site, view('site-during'));
       await dashboard.page.waitForSelector('[data-testid="round-result"][data-status="estimated"]', { timeout: STEP_TIMEOUT_MS });
       await site.page.waitForSelector('[data-testid="site-result"]', { timeout: STEP_TIMEOUT_MS });

@@ -67,6 +67,14 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
             None => "none loaded".to_owned(),
         })
     };
+    // The ICA file card's words (NIfTI, voxels, a brain mask) mean nothing before the ICA study:
+    // it is left out until an ICA study is announced, a file is loaded, or its fold is opened.
+    let ica_fold_open = RwSignal::new(false);
+    let ica_card_shown = move || {
+        ica_fold_open.get()
+            || study.view.ica.with(Option::is_some)
+            || study.view.ica_file.with(Option::is_some)
+    };
     let nn_hint = move || {
         if study.view.allow_nonprivate.get() { "opted in" } else { "not opted in" }.to_owned()
     };
@@ -120,8 +128,11 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
                     <LocalDataPanel study name />
                 </Fold>
                 <Fold title="Joint ICA: your own data files" testid="fold-ica-data"
-                    hint=Signal::derive(ica_hint) open=Signal::derive(move || study.view.ica_file.with(Option::is_some))>
-                    <OwnDataCard study />
+                    hint=Signal::derive(ica_hint) open=Signal::derive(move || study.view.ica_file.with(Option::is_some))
+                    shown=ica_fold_open>
+                    <Show when=ica_card_shown>
+                        <OwnDataCard study />
+                    </Show>
                 </Fold>
                 <Fold title="Vertical study: your own columns" testid="fold-vvi-own"
                     hint=Signal::derive(vvi_hint) open=Signal::derive(move || study.view.vvi_own.with(Option::is_some))>
