@@ -13,6 +13,8 @@
 //   sites' own "local mean" displays; the dashboard names the dropped site and the round;
 // - a round without step mode and with the conventional release shows both estimates, and every
 //   site's ledger grows by exactly two releases (on the site and on the dashboard);
+// - a round masked by SecAgg+ (each site masks with k = 2 neighbours) gives the estimate of the
+//   same four sites, said before it starts and after;
 // - an over-budget site declines before sending anything, and the dashboard shows why;
 // - ledgers survive a reload, a bad import is refused with the ledger untouched, results export.
 
@@ -216,6 +218,38 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
     assertNoErrors(tabs);
   });
 
+  it('a round masked by SecAgg+ (k neighbours, not all) gives an estimate of the same sites', async () => {
+    const { page } = dashboard;
+    const survivors = sites.filter((s) => s !== gone);
+    const before = await Promise.all(survivors.map(ledgerCount));
+    await page.setChecked('#mean-secagg-plus', true);
+    // S = 4: the default degree k = 2, threshold 2 of each neighbourhood of 3, said before the start
+    const note = await (await page.waitForSelector('[data-testid="masking-note"]')).textContent();
+    assert.match(note, /k = 2 of the other 3 sites/);
+    assert.match(note, /t = 2 of them/);
+    await startStudy(dashboard, { step: false, conventional: false });
+    const result = await roundResult(dashboard, 3);
+    assert.equal(await attr(page, result, 'data-status'), 'estimated');
+    assert.equal(await attr(page, `${result} [data-testid="round-masking"]`, 'data-masking'), 'secagg-plus');
+    assert.match(await page.textContent(`${result} [data-testid="round-masking"]`), /SecAgg\+ with k = 2 neighbours, t = 2/);
+    const ids = (await attr(page, `${result} [data-testid="survivors"]`, 'data-ids')).split(',');
+    assert.deepEqual(ids.sort(), survivors.map((s) => s.id).sort());
+    const means = await Promise.all(survivors.map(localMean));
+    const pooled = means.reduce((acc, m) => acc + m[0], 0) / means.length;
+    const selector = `${result} [data-testid="cape-estimate"]`;
+    const cape = JSON.parse(await attr(page, selector, 'data-values'))[0];
+    const sd = Number(await attr(page, selector, 'data-sd'));
+    assert.ok(Math.abs(cape - pooled) < SDS * sd, `CAPE over SecAgg+ ${cape} within ${SDS} sd (${sd}) of ${pooled}`);
+    for (const [i, site] of survivors.entries()) {
+      await site.tab.page.waitForSelector(`[data-testid="ledger-releases"][data-count="${before[i] + 1}"]`, {
+        timeout: STEP_TIMEOUT_MS,
+      });
+    }
+    await page.setChecked('#mean-secagg-plus', false);
+    await shot(dashboard, 'mean-08b-dashboard-secagg-plus');
+    assertNoErrors(tabs);
+  });
+
   it('an over-budget site declines before sending anything, and the dashboard says why', async () => {
     const { page } = dashboard;
     const site = sites[3]; // Clinic D
@@ -231,7 +265,7 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
     const releasesBefore = await ledgerCount(site);
 
     await startStudy(dashboard, { step: false, conventional: false });
-    const result = await roundResult(dashboard, 3);
+    const result = await roundResult(dashboard, 4);
     const decline = `${result} [data-testid="decline"][data-site-id="${site.id}"]`;
     const text = await (await page.waitForSelector(decline, { timeout: STEP_TIMEOUT_MS })).textContent();
     assert.match(text, /Clinic D/);
@@ -299,7 +333,7 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
       dashboard.page.click('[data-testid="export-json"]'),
     ]).then(([d]) => d.path());
     const round = JSON.parse(readFileSync(json, 'utf8'));
-    assert.equal(round.round, 3);
+    assert.equal(round.round, 4);
     assert.equal(round.outcome.result.status, 'estimated');
     await shot(site.tab, 'mean-11-site-after-reload');
     assertNoErrors(tabs);

@@ -173,7 +173,7 @@ fn a_site_refuses_a_secure_agg_round_that_does_not_match_the_study() {
     // a Begin for an attempt the study does not allow (max_reruns = 0: attempt 2 is one too many)
     let p0 = params().with_max_reruns(0).unwrap();
     let (agg0, start0) = aggregator(p0.clone());
-    let right = p0.secagg_params(SITES.to_vec(), format).unwrap();
+    let right = p0.secagg_params(SITES.to_vec(), format, 0).unwrap();
     let (_, begin) =
         secagg::Aggregator::start(AggregatorConfig::new(right).unwrap(), &mut derive(3, "x"), 0);
     let mut s = good_site(2);

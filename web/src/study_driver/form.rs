@@ -6,7 +6,7 @@ use capelab_core::fm::{Calibration as FmCalibration, Model};
 use capelab_core::secagg;
 use capelab_core::study::iterative::nn::NnTask;
 use capelab_core::study::iterative::{IterativeConfigError, IterativeParams, NoiseMode};
-use capelab_core::study::mean::{Calibration, Query, StudyConfigError, StudyParams};
+use capelab_core::study::mean::{Calibration, Masking, Query, StudyConfigError, StudyParams};
 use capelab_core::study::regression::RegressionQuery;
 use capelab_core::wire::ParticipantId;
 
@@ -25,6 +25,11 @@ pub struct MeanFields {
     pub conventional: bool,
     pub analytic: bool,
     pub step_mode: bool,
+    /// SecAgg+ instead of the complete graph (issue 14 item 3).
+    pub secagg_plus: bool,
+    /// SecAgg+'s degree k and neighbourhood threshold; empty: [`Masking::secagg_plus_for`].
+    pub plus_k: String,
+    pub plus_threshold: String,
 }
 
 impl Default for MeanFields {
@@ -38,6 +43,9 @@ impl Default for MeanFields {
             conventional: false,
             analytic: false,
             step_mode: true,
+            secagg_plus: false,
+            plus_k: String::new(),
+            plus_threshold: String::new(),
         }
     }
 }
@@ -99,7 +107,30 @@ impl MeanFields {
         if !self.threshold.trim().is_empty() {
             params = params.with_threshold(count("threshold t", &self.threshold)?)?;
         }
+        if self.secagg_plus {
+            let masking = self.masking(params.site_count())?;
+            params = params.with_masking(masking)?;
+        }
         Ok(MeanForm { params, step_mode: self.step_mode, bounds: None })
+    }
+
+    /// SecAgg+ as the fields ask, each empty field at its default for `sites` sites.
+    fn masking(&self, sites: usize) -> Result<Masking, FormError> {
+        let Some(Masking::SecAggPlus { k, .. }) = Masking::secagg_plus_for(sites) else {
+            return Err(FormError::Invalid(format!(
+                "SecAgg+ needs at least 4 sites (k + 1 < S with k ≥ 2); {sites} are present: use \
+                 the complete graph"
+            )));
+        };
+        let k = match self.plus_k.trim() {
+            "" => k,
+            text => count("SecAgg+ neighbours k", text)?,
+        };
+        let threshold = match self.plus_threshold.trim() {
+            "" => k / 2 + 1,
+            text => count("SecAgg+ threshold per neighbourhood", text)?,
+        };
+        Ok(Masking::SecAggPlus { k, threshold })
     }
 }
 
@@ -321,6 +352,32 @@ mod tests {
         assert_eq!((form.params.epsilon, form.params.delta), (0.5, 1e-5));
         assert_eq!(form.params.values_per_site, 1000);
         assert!(form.step_mode && !form.params.also_conventional);
+        assert_eq!(form.params.masking, Masking::Complete);
+    }
+
+    #[test]
+    fn secagg_plus_takes_its_defaults_or_the_typed_degree_and_threshold() {
+        let plus = MeanFields { secagg_plus: true, ..MeanFields::default() };
+        let sites = |n: u32| (1..=n).collect::<Vec<_>>();
+        let p = plus.read(sites(8)).unwrap().params;
+        assert_eq!(p.masking, Masking::SecAggPlus { k: 6, threshold: 4 });
+        let typed = MeanFields { plus_k: "4".into(), ..plus.clone() };
+        assert_eq!(
+            typed.read(sites(8)).unwrap().params.masking,
+            Masking::SecAggPlus { k: 4, threshold: 3 }
+        );
+        let both = MeanFields { plus_threshold: "5".into(), ..typed.clone() };
+        assert_eq!(
+            both.read(sites(8)).unwrap().params.masking,
+            Masking::SecAggPlus { k: 4, threshold: 5 }
+        );
+        // too few sites, a degree the graph cannot have, words: each named
+        let few = plus.read(sites(3)).unwrap_err().to_string();
+        assert!(few.contains("at least 4 sites"), "{few}");
+        let wide = MeanFields { plus_k: "8".into(), ..plus.clone() };
+        assert!(wide.read(sites(8)).unwrap_err().to_string().contains("k = 8"));
+        let words = MeanFields { plus_k: "four".into(), ..plus };
+        assert!(words.read(sites(8)).unwrap_err().to_string().contains("SecAgg+ neighbours k"));
     }
 
     #[test]

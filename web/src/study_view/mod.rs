@@ -21,6 +21,7 @@ pub mod export;
 pub mod ica;
 pub mod ledger_groups;
 pub mod masked;
+pub mod masking;
 pub mod nn;
 pub mod privacy;
 pub mod regression;

@@ -62,11 +62,23 @@ pub fn summary(round: &FinishedRound) -> Option<RegressionSummary> {
 }
 
 /// The guarantee's one release (its effective multiplier, the full view's c_S) under PLD and
-/// under RDP, and which one a site's ledger charges; `None` without a CAPE view.
-pub fn guarantee_bounds(g: &Guarantee) -> Option<BoundPair> {
+/// under RDP at `delta` (the sites' ledgers' δ, or the study's), and which one a site's ledger
+/// charges; `None` without a CAPE view.
+pub fn guarantee_bounds(g: &Guarantee, delta: f64) -> Option<BoundPair> {
     let z = g.effective_noise_multiplier?;
     let c_s = g.cape.as_ref()?.full_view.c_s;
-    BoundPair::gaussian(z, 1, c_s, g.delta).ok()
+    BoundPair::gaussian(z, 1, c_s, delta).ok()
+}
+
+/// After the bounds, when they are stated at the ledgers' δ rather than the study's: say so.
+pub fn bounds_delta_note(ledger_delta: f64, study_delta: f64) -> String {
+    if ledger_delta == study_delta {
+        return String::new();
+    }
+    format!(
+        " (at δ = {ledger_delta:e}, the sites' ledgers' budget δ; the study's δ = {study_delta:e} \
+         set the noise)"
+    )
 }
 
 /// ŵ (CAPE, conventional) and w* per coordinate, as rows of a forest chart without error bars.
@@ -239,8 +251,13 @@ pub(crate) mod tests {
         assert!(g.epsilon > views.aggregator_only.epsilon_exact, "the full view is the weakest");
         assert!(g.epsilon > 0.0 && g.epsilon < 1.0, "{}", g.epsilon);
         // PLD is the guarantee's exact ε, RDP above it, and PLD is charged
-        let b = guarantee_bounds(g).unwrap();
+        let b = guarantee_bounds(g, g.delta).unwrap();
         assert!((b.pld - g.epsilon).abs() <= 1e-9 * g.epsilon, "{b:?} vs {}", g.epsilon);
+        assert_eq!(bounds_delta_note(g.delta, g.delta), "");
+        // at a ledger's smaller δ the same release costs more ε, and the note says which δ
+        let tighter = guarantee_bounds(g, g.delta / 100.0).unwrap();
+        assert!(tighter.pld > b.pld * 1.05, "{tighter:?} vs {b:?}");
+        assert!(bounds_delta_note(g.delta / 100.0, g.delta).contains("ledgers' budget δ"));
         assert!(b.pld <= b.rdp, "{b:?}");
         assert_eq!(b.charged(), capelab_core::accountant::ledger::Bound::Pld);
         let chart = weights_chart(&s);

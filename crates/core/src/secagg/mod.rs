@@ -93,6 +93,6 @@ pub use crate::driver::{Driver, DriverEvent, Machine, Outgoing};
 pub use aggregator::{Aggregate, Aggregator, Membership};
 pub use config::{AggregatorConfig, Encoding, Params};
 pub use error::{ConfigError, RoundError};
-pub use graph::{Graph, HararyChoice, Topology, choose_harary};
+pub use graph::{Graph, HararyChoice, Topology, choose_harary, failure_bound_log2};
 pub use messages::{DropReason, Dropout, Phase, SessionId};
 pub use site::{Site, SiteInput, SitePhase, SumResult};

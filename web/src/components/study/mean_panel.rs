@@ -1,11 +1,11 @@
 //! The dashboard's "Private mean" panel: the study form, and while a study runs, where it is,
 //! who it waits for, and (in step-by-step mode) the held round with its explanation.
 
-use capelab_core::study::mean::AggregatorPhase;
+use capelab_core::study::mean::{AggregatorPhase, Masking};
 use capelab_core::wire::{ParticipantId, Role};
 use leptos::prelude::*;
 
-use crate::components::study::start::{ChargePreview, StartButton, StartError};
+use crate::components::study::start::{ChargePreview, MaskingNote, StartButton, StartError};
 
 use crate::components::charts::scale::format_value;
 use crate::session::RoomState;
@@ -25,6 +25,9 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let conventional = RwSignal::new(d.conventional);
     let analytic = RwSignal::new(d.analytic);
     let step_mode = RwSignal::new(d.step_mode);
+    let secagg_plus = RwSignal::new(d.secagg_plus);
+    let plus_k = RwSignal::new(d.plus_k);
+    let plus_threshold = RwSignal::new(d.plus_threshold);
 
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let running = move || study.view.live.with(Option::is_some);
@@ -37,6 +40,9 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         conventional: conventional.get(),
         analytic: analytic.get(),
         step_mode: step_mode.get(),
+        secagg_plus: secagg_plus.get(),
+        plus_k: plus_k.get(),
+        plus_threshold: plus_threshold.get(),
     };
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -50,6 +56,10 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         } else {
             "default: ⌊2S/3⌋ + 1".to_owned()
         }
+    };
+    let plus_hint = move || match Masking::secagg_plus_for(present.get()) {
+        Some(Masking::SecAggPlus { k, .. }) => format!("default: k = {k}"),
+        _ => "default: 2⌈log₂ S⌉".to_owned(),
     };
     view! {
         <section class="card span-all mean-panel" data-testid="mean-panel">
@@ -70,11 +80,17 @@ pub fn MeanPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                         <label class="check"><input type="checkbox" id="mean-conventional" bind:checked=conventional />"also ask for the conventional release"</label>
                         <label class="check"><input type="checkbox" id="mean-analytic" bind:checked=analytic />"analytic calibration (a guarantee at any ε)"</label>
                         <label class="check"><input type="checkbox" id="mean-step" bind:checked=step_mode />"step by step (hold each round until “Next round”)"</label>
+                        <label class="check"><input type="checkbox" id="mean-secagg-plus" bind:checked=secagg_plus />"SecAgg+: each site masks with k neighbours, not all S − 1"</label>
                     </div>
+                    <Show when=move || secagg_plus.get()>
+                        <label>"neighbours k (even)"<input id="mean-plus-k" inputmode="numeric" placeholder=plus_hint bind:value=plus_k /></label>
+                        <label>"threshold per neighbourhood"<input id="mean-plus-threshold" inputmode="numeric" placeholder="default: k/2 + 1" bind:value=plus_threshold /></label>
+                    </Show>
                 </fieldset>
                 <StartButton test_id="start-mean" action="Start a round" present running=Signal::derive(running) />
             </form>
-            <ChargePreview present read=move |sites| fields().read(sites) />
+            <ChargePreview present reports=study.view.reports read=move |sites| fields().read(sites) />
+            <MaskingNote present read=move |sites| fields().read(sites) />
             <StartError error=study.view.start_error />
             {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
         </section>

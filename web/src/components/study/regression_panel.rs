@@ -17,7 +17,7 @@ use crate::study_driver::form::RegressionFields;
 use crate::study_view::compare::{RegressionRow, regression_rows};
 use crate::study_view::export;
 use crate::study_view::regression::{
-    guarantee_bounds, loss_chart, summary, swamped_note, weights_chart,
+    bounds_delta_note, guarantee_bounds, loss_chart, summary, swamped_note, weights_chart,
 };
 
 #[component]
@@ -87,7 +87,7 @@ pub fn RegressionPanel(study: DashboardStudy, state: RoomState) -> impl IntoView
                 </fieldset>
                 <StartButton test_id="start-regression" action="Run capeFM" present running=Signal::derive(running) />
             </form>
-            <ChargePreview present read=move |sites| fields().read(sites) />
+            <ChargePreview present reports=study.view.reports read=move |sites| fields().read(sites) />
             <StartError error=study.view.start_error />
             {move || study.view.live.get().map(|live| view! { <LiveStudyView live study /> })}
             {move || {
@@ -133,7 +133,13 @@ fn RegressionComparison(rows: Vec<RegressionRow>) -> impl IntoView {
 
 /// A finished regression round: the model, its guarantee, and the loss over the rounds so far.
 #[component]
-pub fn RegressionRoundView(round: FinishedRound, rounds: Vec<FinishedRound>) -> impl IntoView {
+pub fn RegressionRoundView(
+    round: FinishedRound,
+    rounds: Vec<FinishedRound>,
+    /// The δ the sites' ledgers account at, when they have reported it: the bounds are stated
+    /// there, so they are what the ledgers charged.
+    ledger_delta: Signal<Option<f64>>,
+) -> impl IntoView {
     let Some(s) = summary(&round) else {
         let reason = round.outcome.abort_reason().map(|r| r.to_string()).unwrap_or_default();
         return view! {
@@ -152,11 +158,16 @@ pub fn RegressionRoundView(round: FinishedRound, rounds: Vec<FinishedRound>) -> 
     let json = |v: &[f64]| serde_json::to_string(v).unwrap_or_default();
     let guarantee = s.guarantee.clone().map(|g| {
         let warnings = g.warnings.clone();
-        let bounds = guarantee_bounds(&g).map(|b| view! {
-            <p data-testid="regression-bounds" data-pld=b.pld data-rdp=b.rdp data-bound=b.charged().to_string()>
-                {b.sentence()} "."
-            </p>
-        });
+        let for_bounds = g.clone();
+        let bounds = move || {
+            let g = &for_bounds;
+            let delta = ledger_delta.get().unwrap_or(g.delta);
+            guarantee_bounds(g, delta).map(|b| view! {
+                <p data-testid="regression-bounds" data-pld=b.pld data-rdp=b.rdp data-bound=b.charged().to_string()>
+                    {b.sentence()} {bounds_delta_note(delta, g.delta)} "."
+                </p>
+            })
+        };
         view! {
             <div class="callout" data-testid="regression-guarantee" data-epsilon=g.epsilon>
                 <p>

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use capelab_core::study::mean::{Query, StudyOutcome, ViewPrivacy};
+use capelab_core::study::mean::{Masking, Query, StudyOutcome, ViewPrivacy};
 use capelab_core::wire::ParticipantId;
 use leptos::prelude::*;
 
@@ -17,7 +17,7 @@ use crate::ledger_report::LedgerReport;
 use crate::study_driver::dashboard::{DashboardStudy, FinishedRound};
 use crate::study_view::masked::shown_attempt;
 use crate::study_view::results::{dropout_sentence, gain, messages_chart, phase_token};
-use crate::study_view::round_charge::RoundCharge;
+use crate::study_view::round_charge::{self, RoundCharge};
 use crate::study_view::{export, masked};
 
 /// The latest round of one study (earlier rounds can be picked from the list).
@@ -77,6 +77,16 @@ fn RoundView(
     let upto: Vec<FinishedRound> =
         rounds.get_untracked().into_iter().filter(|r| r.number <= round.number).collect();
     let outcome = round.outcome.clone();
+    // The δ the invited sites' ledgers account at (their latest reports): what the guarantee is
+    // stated at, so it equals what they charged.
+    let invited = outcome.params.sites.clone();
+    let ledger_delta = Signal::derive(move || {
+        reports.with(|r| {
+            round_charge::ledger_delta(
+                invited.iter().filter_map(|s| r.get(s)).map(|r| r.budget_delta),
+            )
+        })
+    });
     let status = if outcome.estimates().is_some() { "estimated" } else { "aborted" };
     let stem = format!("capelab-round-{}-{}", round.number, outcome.study);
     let json_round = round.clone();
@@ -95,11 +105,11 @@ fn RoundView(
     view! {
         <div class="round" data-testid="round-result" data-round=round.number data-status=status>
             {if regression {
-                view! { <RegressionRoundView round=round.clone() rounds=upto /> }.into_any()
+                view! { <RegressionRoundView round=round.clone() rounds=upto ledger_delta /> }.into_any()
             } else {
                 view! {
                     <Estimates round=round.clone() />
-                    <Guarantee outcome=outcome.clone() />
+                    <Guarantee outcome=outcome.clone() ledger_delta />
                     <Happenings round=round.clone() />
                     <MessagesChart round=round.clone() stem=stem.clone() />
                     <GainView outcome=outcome.clone() />
@@ -274,22 +284,20 @@ fn GainView(outcome: StudyOutcome) -> impl IntoView {
 }
 
 /// The round's one headline guarantee: what every site's ledger charged for it
-/// ([`RoundCharge::at`] with the c_S of the estimate's sites).
+/// ([`RoundCharge::at`] with the c_S of the estimate's sites, at the ledgers' δ).
 #[component]
-fn Guarantee(outcome: StudyOutcome) -> impl IntoView {
-    let theory = outcome.theory.as_ref();
-    let charge = theory.and_then(|t| {
-        let charge = RoundCharge::at(&outcome.params, t.privacy.full_view.c_s).ok()?;
-        Some((charge, t.sites))
-    });
-    charge.map(|(charge, sites)| {
-        view! {
+fn Guarantee(outcome: StudyOutcome, ledger_delta: Signal<Option<f64>>) -> impl IntoView {
+    move || {
+        let t = outcome.theory.as_ref()?;
+        let charge =
+            RoundCharge::at(&outcome.params, t.privacy.full_view.c_s, ledger_delta.get()).ok()?;
+        Some(view! {
             <p class="callout" data-testid="round-guarantee" data-epsilon=charge.epsilon()
-                data-bound=charge.pair.charged().to_string()>
-                {charge.guarantee_sentence(sites)}
+                data-delta=charge.delta data-bound=charge.pair.charged().to_string()>
+                {charge.guarantee_sentence(t.sites, outcome.params.epsilon)}
             </p>
-        }
-    })
+        })
+    }
 }
 
 /// δ each site gets at the study's ε, under each view of the adversary: the paper's analysis,
@@ -336,6 +344,24 @@ fn DeltaTable(outcome: StudyOutcome) -> impl IntoView {
     })
 }
 
+/// Which graph masked the round, for the page and the e2e tests.
+fn masking_token(masking: Masking) -> &'static str {
+    match masking {
+        Masking::Complete => "complete",
+        Masking::SecAggPlus { .. } => "secagg-plus",
+    }
+}
+
+fn masking_line(masking: Masking, threshold: usize) -> String {
+    match masking {
+        Masking::Complete => format!(
+            "Masked on the complete graph: every pair of sites shared a mask, t = {threshold} of \
+             all sites had to stay."
+        ),
+        plus => format!("Masked by {plus}: each site shared masks with its neighbours only."),
+    }
+}
+
 /// What SecureAgg let the dashboard see: masked vectors as numbers and bits.
 #[component]
 fn MaskedView(round: FinishedRound, stem: String) -> impl IntoView {
@@ -368,6 +394,9 @@ fn MaskedView(round: FinishedRound, stem: String) -> impl IntoView {
                     "In R2 each site sent its noise ê_s (sd τ = " {format_value(tau)} ") hidden under masks. "
                     "Read in the noise's own format, each masked value is a huge random number; the "
                     "sites' plain messages â_s (sent only after the masks cancelled) are next to them."
+                </p>
+                <p class="muted" data-testid="round-masking" data-masking=masking_token(outcome.params.masking)>
+                    {masking_line(outcome.params.masking, outcome.params.threshold)}
                 </p>
                 <table class="numbers">
                     <tr><th>"site"</th><th>"y_s as received (hex, coordinate 1)"</th><th>"y_s read as a number"</th><th>"its plain message â_s"</th></tr>

@@ -2,12 +2,16 @@
 //! running), the driver's refusal to start, in its own words, and for a round (mean, regression)
 //! what each site's ledger will be charged.
 
+use std::collections::BTreeMap;
+
 use capelab_core::study::mean::StudyParams;
 use capelab_core::wire::ParticipantId;
 use leptos::prelude::*;
 
+use crate::ledger_report::LedgerReport;
 use crate::study_driver::form::{FormError, MeanForm};
-use crate::study_view::round_charge::RoundCharge;
+use crate::study_view::masking::masking_sentence;
+use crate::study_view::round_charge::{RoundCharge, ledger_delta};
 
 /// The form's submit button: "Waiting for at least 2 sites", or "{action} with the S sites present".
 #[component]
@@ -46,15 +50,19 @@ pub fn StartError(error: RwSignal<Option<String>>) -> impl IntoView {
 /// Before a round starts, what each site's ledger will charge for it ([`RoundCharge::preview`]),
 /// recomputed as the form changes: `read` checks the form for the sites present (their count is
 /// all the charge depends on). Nothing while the form does not read; its error shows at start.
+/// Stated at the δ the sites' ledgers account at (from their reports), which is what they charge.
 #[component]
 pub fn ChargePreview(
     present: Memo<usize>,
+    /// The sites' latest ledger reports.
+    reports: RwSignal<BTreeMap<ParticipantId, LedgerReport>>,
     read: impl Fn(Vec<ParticipantId>) -> Result<MeanForm, FormError> + Send + Sync + 'static,
 ) -> impl IntoView {
     let charge = Memo::new(move |_| {
         let sites: Vec<ParticipantId> = (1..=present.get() as ParticipantId).collect();
         let params: StudyParams = read(sites).ok()?.params;
-        let charge = RoundCharge::preview(&params).ok()?;
+        let delta = reports.with(|r| ledger_delta(r.values().map(|r| r.budget_delta)));
+        let charge = RoundCharge::preview(&params, delta).ok()?;
         Some((charge.preview_sentence(&params), charge.epsilon()))
     });
     move || {
@@ -62,4 +70,19 @@ pub fn ChargePreview(
             view! { <p class="muted" data-testid="charge-preview" data-epsilon=epsilon>{text}</p> }
         })
     }
+}
+
+/// Under the form when SecAgg+ is chosen: with whom each site masks, what a neighbourhood must
+/// keep, and the failure bound for one dropout and one colluder ([`masking_sentence`]).
+#[component]
+pub fn MaskingNote(
+    present: Memo<usize>,
+    read: impl Fn(Vec<ParticipantId>) -> Result<MeanForm, FormError> + Send + Sync + 'static,
+) -> impl IntoView {
+    let note = Memo::new(move |_| {
+        let sites: Vec<ParticipantId> = (1..=present.get() as ParticipantId).collect();
+        let params = read(sites).ok()?.params;
+        masking_sentence(params.masking, params.site_count())
+    });
+    move || note.get().map(|text| view! { <p class="muted" data-testid="masking-note">{text}</p> })
 }

@@ -23,7 +23,7 @@ use super::outcome::{
     AbortReason, AttemptReport, Declined, Estimates, MaskedInput, StudyDropout, StudyOutcome,
     StudyPhase, StudyResult, Theory, TooFewAccepted,
 };
-use super::params::{NoisePlan, StudyParams};
+use super::params::{Masking, NoisePlan, StudyParams};
 use super::site::wrap_secagg;
 
 /// The aggregator's local settings (not announced to the sites).
@@ -409,9 +409,15 @@ impl MeanAggregator {
         attempt: u32,
         sites: Vec<ParticipantId>,
     ) -> Vec<Outgoing> {
+        // SecAgg+'s permutation is drawn now that the attempt's sites are known (and only then:
+        // the complete graph draws nothing, so its runs reproduce as before).
+        let harary_seed = match self.params.masking {
+            Masking::Complete => 0,
+            Masking::SecAggPlus { .. } => self.rng.next_u64(),
+        };
         let config = self
             .params
-            .secagg_params(sites.clone(), self.plan.format)
+            .secagg_params(sites.clone(), self.plan.format, harary_seed)
             .and_then(|p| AggregatorConfig::new(p).map_err(StudyConfigError::SecAgg));
         let config = match config {
             Ok(c) => c

@@ -88,6 +88,6 @@ pub use outcome::{
     AbortReason, AttemptReport, Declined, Estimates, MaskedInput, PrivacyReport, StudyDropout,
     StudyOutcome, StudyPhase, StudyResult, Theory, TooFewAccepted, ViewPrivacy,
 };
-pub use params::{Calibration, NoisePlan, StudyParams, collusion_factor};
+pub use params::{Calibration, Masking, NoisePlan, StudyParams, collusion_factor};
 pub use query::Query;
 pub use site::{MeanSite, SiteAbort, SiteAttempt, SiteOutcome, SitePhase, ledger_study_name};

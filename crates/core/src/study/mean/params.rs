@@ -39,6 +39,71 @@ pub enum Calibration {
     Analytic,
 }
 
+/// Who masks with whom in each attempt's SecureAgg round (issue 14 item 3; the guarantees of each
+/// graph are stated in [`crate::secagg::graph`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Masking {
+    /// Every pair of sites (Bonawitz et al. 2017): SecureAgg's threshold is the study's t.
+    #[default]
+    Complete,
+    /// SecAgg+ (Bell et al. 2020): each site masks with k neighbours on a Harary graph over a
+    /// permutation the aggregator draws afresh for every attempt, once its sites are known, and
+    /// Shamir-shares its secrets within its neighbourhood of k + 1 sites at `threshold`. The
+    /// study's t keeps its other meaning: the fewest sites an estimate is formed from.
+    SecAggPlus { k: usize, threshold: usize },
+}
+
+impl Masking {
+    /// SecAgg+ for `sites` sites when no degree is asked for: k = 2⌈log₂ S⌉ (as SecAgg+ grows
+    /// it), at most the largest even k with k + 1 < S, and the smallest threshold above half the
+    /// neighbourhood, t = k/2 + 1 (the most dropouts tolerated). `None` below 4 sites, where no
+    /// Harary graph is sparser than the complete one.
+    pub fn secagg_plus_for(sites: usize) -> Option<Masking> {
+        if sites < 4 {
+            return None;
+        }
+        let log = (usize::BITS - (sites - 1).leading_zeros()) as usize; // ⌈log₂ S⌉
+        let largest = (sites - 2) & !1;
+        let k = (2 * log).min(largest);
+        Some(Masking::SecAggPlus { k, threshold: k / 2 + 1 })
+    }
+
+    /// SecureAgg's graph for an attempt (`harary_seed` is the permutation's public seed) and its
+    /// threshold, given the study's t.
+    fn graph(self, study_threshold: usize, harary_seed: u64) -> (secagg::Graph, usize) {
+        match self {
+            Masking::Complete => (secagg::Graph::Complete, study_threshold),
+            Masking::SecAggPlus { k, threshold } => {
+                (secagg::Graph::Harary { k, seed: harary_seed }, threshold)
+            }
+        }
+    }
+
+    /// Whether an attempt's SecureAgg `params` use this masking (any seed) for a study of
+    /// threshold `study_threshold`.
+    pub fn matches(self, params: &secagg::Params, study_threshold: usize) -> bool {
+        let (graph, threshold) = self.graph(study_threshold, 0);
+        let same_graph = match (graph, params.graph) {
+            (secagg::Graph::Complete, secagg::Graph::Complete) => true,
+            (secagg::Graph::Harary { k, .. }, secagg::Graph::Harary { k: got, .. }) => k == got,
+            _ => false,
+        };
+        same_graph && params.threshold == threshold
+    }
+}
+
+impl std::fmt::Display for Masking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Masking::Complete => write!(f, "the complete graph"),
+            Masking::SecAggPlus { k, threshold } => {
+                write!(f, "SecAgg+ with k = {k} neighbours, t = {threshold} per neighbourhood")
+            }
+        }
+    }
+}
+
 /// What the aggregator announces in `mean/start` and every site checks before it answers.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StudyParams {
@@ -63,6 +128,9 @@ pub struct StudyParams {
     /// What the sites compute: their rows' mean (the default) or capeFM's arrays.
     #[serde(default)]
     pub query: Query,
+    /// Who masks with whom in SecureAgg: all pairs (the default) or SecAgg+.
+    #[serde(default)]
+    pub masking: Masking,
 }
 
 /// The noise one study implies, computed from [`StudyParams`] alone (all public).
@@ -111,6 +179,7 @@ impl StudyParams {
             calibration: Calibration::Classical,
             max_reruns: Self::DEFAULT_MAX_RERUNS,
             query: Query::Mean,
+            masking: Masking::Complete,
         };
         params.validate()?;
         Ok(params)
@@ -140,6 +209,12 @@ impl StudyParams {
     /// The length of the vector each site releases.
     pub fn vector_len(&self) -> usize {
         self.query.vector_len(self.dimension)
+    }
+
+    /// The same study masked as `masking` says (SecAgg+ needs k + 1 < S and a neighbourhood
+    /// threshold above (k + 1)/2).
+    pub fn with_masking(self, masking: Masking) -> Result<Self, StudyConfigError> {
+        Self { masking, ..self }.validated()
     }
 
     pub fn with_max_reruns(self, max_reruns: u32) -> Result<Self, StudyConfigError> {
@@ -204,8 +279,17 @@ impl StudyParams {
         .map_err(StudyConfigError::Calibration)?;
         let format = noise_format(local_sd, self.sites.len().max(1))
             .map_err(|e| StudyConfigError::NoiseFormat(e.to_string()))?;
-        // SecureAgg's own checks: at least 2 sites, sorted and distinct, n/2 < t ≤ n, capacity.
-        self.secagg_params(self.sites.clone(), format)?;
+        // SecureAgg's own checks: at least 2 sites, sorted and distinct, n/2 < t ≤ n, capacity;
+        // under SecAgg+ the same for its degree and neighbourhood threshold, and the study's t
+        // still n/2 < t ≤ n of the invited sites (the fewest sites of an estimate).
+        self.secagg_params(self.sites.clone(), format, 0)?;
+        if self.masking != Masking::Complete {
+            Self { masking: Masking::Complete, ..self.clone() }.secagg_params(
+                self.sites.clone(),
+                format,
+                0,
+            )?;
+        }
         Ok(NoisePlan {
             sensitivity,
             local_sd,
@@ -220,18 +304,21 @@ impl StudyParams {
     }
 
     /// The SecureAgg parameters of one attempt among `sites` (ascending): ê_s in `format`, the
-    /// study's threshold.
+    /// study's masking with its threshold; `harary_seed` is SecAgg+'s public permutation seed
+    /// (unused on the complete graph).
     pub fn secagg_params(
         &self,
         sites: Vec<ParticipantId>,
         format: FixedPoint,
+        harary_seed: u64,
     ) -> Result<secagg::Params, StudyConfigError> {
+        let (graph, threshold) = self.masking.graph(self.threshold, harary_seed);
         let params = secagg::Params {
             sites,
-            threshold: self.threshold,
+            threshold,
             vector_len: self.vector_len(),
             encoding: Encoding::Fixed(format),
-            graph: secagg::Graph::Complete,
+            graph,
         };
         params.validate().map_err(StudyConfigError::SecAgg)?;
         Ok(params)
@@ -273,6 +360,26 @@ impl NoisePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a site checks in an attempt's `Begin`: the study's graph and threshold, any seed.
+    #[test]
+    fn a_begin_matches_the_masking_only_with_its_graph_and_threshold() {
+        let plus = Masking::SecAggPlus { k: 2, threshold: 2 };
+        let study = StudyParams::new(vec![1, 2, 3, 4, 5], 0.5, 1e-5, 10).unwrap();
+        let format = study.noise().unwrap().format;
+        let complete = study.secagg_params(study.sites.clone(), format, 0).unwrap();
+        let study_plus = study.clone().with_masking(plus).unwrap();
+        let harary = study_plus.secagg_params(study.sites.clone(), format, 99).unwrap();
+        assert_eq!(harary.graph, secagg::Graph::Harary { k: 2, seed: 99 });
+        assert_eq!((complete.threshold, harary.threshold), (study.threshold, 2));
+        assert!(Masking::Complete.matches(&complete, study.threshold));
+        assert!(plus.matches(&harary, study.threshold));
+        // a complete-graph Begin for a SecAgg+ study, or the other way round, or another k or t
+        assert!(!plus.matches(&complete, study.threshold));
+        assert!(!Masking::Complete.matches(&harary, study.threshold));
+        assert!(!Masking::SecAggPlus { k: 2, threshold: 3 }.matches(&harary, study.threshold));
+        assert!(!Masking::SecAggPlus { k: 4, threshold: 2 }.matches(&harary, study.threshold));
+    }
 
     #[test]
     fn noise_follows_the_spec_conventions() {

@@ -23,7 +23,7 @@ use super::aggregator::{AggregatorSettings, MeanAggregator};
 use super::error::StudyConfigError;
 use super::messages::{MeanMessage, kind};
 use super::outcome::StudyOutcome;
-use super::params::{Calibration, StudyParams};
+use super::params::{Calibration, Masking, StudyParams};
 use super::query::Query;
 use super::site::{MeanSite, SiteAttempt, SitePhase};
 
@@ -102,6 +102,8 @@ pub struct StudySimConfig {
     pub dropouts: Vec<ScriptedDropout>,
     /// What the sites compute (the mean by default).
     pub query: Query,
+    /// Who masks with whom (the complete graph by default).
+    pub masking: Masking,
 }
 
 impl StudySimConfig {
@@ -119,7 +121,13 @@ impl StudySimConfig {
             round_timeout_ms: 1_000,
             dropouts: Vec::new(),
             query: Query::Mean,
+            masking: Masking::Complete,
         }
+    }
+
+    /// SecureAgg masks as `masking` says (e.g. SecAgg+).
+    pub fn with_masking(self, masking: Masking) -> Self {
+        Self { masking, ..self }
     }
 
     pub fn with_dimension(self, dimension: usize) -> Self {
@@ -158,6 +166,9 @@ impl StudySimConfig {
             .with_query(self.query)?;
         if let Some(t) = self.threshold {
             params = params.with_threshold(t)?;
+        }
+        if self.masking != Masking::Complete {
+            params = params.with_masking(self.masking)?;
         }
         Ok(params)
     }

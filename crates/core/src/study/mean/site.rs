@@ -25,7 +25,7 @@ use crate::wire::{ParticipantId, To};
 
 use super::error::StudyError;
 use super::messages::{DeclineReason, MeanBody, MeanMessage, PublicResult, ReleaseMessage, kind};
-use super::params::{NoisePlan, StudyParams, collusion_factor};
+use super::params::{Masking, NoisePlan, StudyParams, collusion_factor};
 
 /// Where a site is, for the tab's UI, drivers and scripted dropouts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -429,10 +429,15 @@ impl<L: LedgerAccess> MeanSite<L> {
             let detail = StudyError::RerunLimit { attempt, max: params.max_attempts() };
             return Ok(self.decline(DeclineReason::Params(detail.to_string())));
         }
-        let detail = if secagg_params.threshold != params.threshold {
+        let detail = if !params.masking.matches(secagg_params, params.threshold) {
             Some(format!(
-                "threshold t = {} instead of the study's {}",
-                secagg_params.threshold, params.threshold
+                "{:?} with threshold t = {} instead of the study's {}",
+                secagg_params.graph,
+                secagg_params.threshold,
+                match params.masking {
+                    Masking::Complete => format!("complete graph with t = {}", params.threshold),
+                    plus => plus.to_string(),
+                }
             ))
         } else if secagg_params.vector_len != params.vector_len() {
             Some(format!(
