@@ -245,8 +245,8 @@ describe('the private mean and the ledgers over the real relay', { concurrency: 
         timeout: STEP_TIMEOUT_MS,
       });
     }
-    await page.setChecked('#mean-secagg-plus', false);
     await shot(dashboard, 'mean-08b-dashboard-secagg-plus');
+    await page.setChecked('#mean-secagg-plus', false);
     assertNoErrors(tabs);
   });
 
