@@ -17,6 +17,11 @@ each M is then run again on `--threads` threads (default: all cores), the sites'
 ([`capelab_core::par`]: the covariances, the noise, the projections, each iteration's releases),
 into `native_threads`, with `threads.one_over_threads` the speed-up per M. Both runs must give the
 same bits (a digest of the eigenvalues, V, W and b), or the benchmark fails.
+
+`pca_rate` puts capePCA's time against its arithmetic: the sites' covariances (the lower triangle
+of X_s X_sᵀ, N_s·D·(D+1) floating-point operations per site, nearly all of capePCA's work) over
+each runner's capePCA seconds, in GFLOP/s. When two runners reach the core's f64 FMA rate, neither
+can be much faster than the other at this step without doing less arithmetic.
 */
 
 use std::path::PathBuf;
@@ -180,7 +185,7 @@ pub fn digest<'a>(values: impl IntoIterator<Item = &'a f64>) -> u64 {
 }
 
 /// The first line of `path` that parses as a djica [`BenchRun`] (the wasm log has other lines).
-fn read_run(path: &PathBuf) -> Result<BenchRun, String> {
+fn read_run(path: &std::path::Path) -> Result<BenchRun, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
     text.lines()
@@ -188,6 +193,34 @@ fn read_run(path: &PathBuf) -> Result<BenchRun, String> {
         .filter_map(|l| serde_json::from_str::<BenchRun>(l).ok())
         .find(|r| r.bench == "djica")
         .ok_or_else(|| format!("{}: no {{\"bench\":\"djica\",…}} line", path.display()))
+}
+
+/// f64 operations of the sites' covariances in one capePCA: N_s·D·(D+1) per site (D(D+1)/2
+/// entries of the lower triangle, each N_s multiplies and N_s adds), N_s = M/S × time points.
+fn covariance_flops(cell: &Cell) -> f64 {
+    let samples = (cell.subjects / cell.sites * cell.timepoints) as f64;
+    let d = cell.voxels as f64;
+    cell.sites as f64 * samples * d * (d + 1.0)
+}
+
+/// Per M: the covariances' arithmetic, and each runner's rate over its whole capePCA time (a lower
+/// bound of its covariance rate, since capePCA also draws noise and decomposes).
+fn pca_rate(runs: &[(&str, &BenchRun)]) -> Vec<Value> {
+    let Some((_, first)) = runs.first() else { return Vec::new() };
+    first
+        .cells
+        .iter()
+        .map(|cell| {
+            let flops = covariance_flops(cell);
+            let mut row = json!({ "subjects": cell.subjects, "covariance_flops": flops });
+            for (name, run) in runs {
+                if let Some(c) = run.cells.iter().find(|c| c.subjects == cell.subjects) {
+                    row[format!("{name}_gflops")] = json!(flops / c.pca_s / 1e9);
+                }
+            }
+            row
+        })
+        .collect()
 }
 
 /// `other`'s time over native's, per cell of equal M.
@@ -264,19 +297,65 @@ fn bench(args: &DjicaBenchArgs) -> Result<Value, String> {
             "one_over_threads": ratios(&native_threads, &native),
         },
     });
-    if let Some(path) = &args.numpy {
-        let numpy = read_run(path)?;
-        out["numpy_over_native"] = json!(ratios(&native, &numpy));
+    let numpy = args.numpy.as_deref().map(read_run).transpose()?;
+    let wasm = args.wasm.as_deref().map(read_run).transpose()?;
+    let mut rated = vec![("native", &native), ("native_threads", &native_threads)];
+    if let Some(numpy) = &numpy {
+        out["numpy_over_native"] = json!(ratios(&native, numpy));
         out["numpy"] = json!(numpy);
+        rated.push(("numpy", numpy));
     }
-    if let Some(path) = &args.wasm {
-        let wasm = read_run(path)?;
-        out["wasm_over_native"] = json!(ratios(&native, &wasm));
+    if let Some(wasm) = &wasm {
+        out["wasm_over_native"] = json!(ratios(&native, wasm));
         out["wasm"] = json!(wasm);
+        rated.push(("wasm", wasm));
     }
+    out["pca_rate"] = json!(pca_rate(&rated));
     Ok(out)
 }
 
 pub fn run(args: DjicaBenchArgs) -> ExitCode {
     crate::exit::report_json(bench(&args), args.out.as_deref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(subjects: usize, pca_s: f64) -> Cell {
+        Cell {
+            subjects,
+            sites: 4,
+            voxels: 900,
+            components: 20,
+            timepoints: 250,
+            generate_s: None,
+            pca_s,
+            iterations: 1,
+            iteration_ms: 1.0,
+            jmax: 1000,
+            end_to_end_s: pca_s,
+        }
+    }
+
+    /// The figures of README's speed section: M = 1024 is 2.07e11 operations, and 5.05 s of
+    /// capePCA is 41 GFLOP/s.
+    #[test]
+    fn the_covariances_arithmetic_and_rates() {
+        let flops = covariance_flops(&cell(1024, 1.0));
+        assert_eq!(flops, 4.0 * 64_000.0 * 900.0 * 901.0);
+        let run = |name: &str, s: f64| BenchRun {
+            bench: "djica".into(),
+            runner: name.into(),
+            build: "test".into(),
+            cells: vec![cell(1024, s), cell(256, s / 4.0)],
+        };
+        let (native, numpy) = (run("native", 5.05), run("numpy", 4.71));
+        let rows = pca_rate(&[("native", &native), ("numpy", &numpy)]);
+        assert_eq!(rows.len(), 2);
+        let gflops = rows[0]["native_gflops"].as_f64().unwrap();
+        assert!((gflops - 41.1).abs() < 0.05, "{gflops}");
+        assert!(rows[1]["numpy_gflops"].as_f64().unwrap() > gflops);
+        assert!(pca_rate(&[]).is_empty());
+    }
 }
