@@ -154,6 +154,13 @@ describe('every screen fits a phone, a laptop and a projector', { concurrency: f
       const sites = [];
       for (const siteName of SITES) {
         const tab = await open(siteName);
+        if (!sites.length) {
+          // What a student sees after scanning the QR code: the join form, the code filled in.
+          await tab.page.goto(joinLink);
+          await tab.page.waitForSelector('#join-name', { timeout: STEP_TIMEOUT_MS });
+          await assertFits(tab, 'the join link');
+          await shot(tab, view('join-link'));
+        }
         await joinAsSite(tab, joinLink, siteName);
         sites.push(tab);
       }
