@@ -144,6 +144,19 @@ ensure_paillier_env() {
     cp "$req" "$stamp"
 }
 
+ensure_flower_env() {
+    local venv="$ROOT/tools/venv-flower" req="$ROOT/tools/requirements-flower.txt"
+    local stamp="$venv/.capelab-requirements-flower"
+    if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; then
+        note "Flower's SecAgg+ primitives (tools/venv-flower): present"
+        return
+    fi
+    step "installing Flower into tools/venv-flower (the SecAgg+ benchmark's anchor)"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+    cp "$req" "$stamp"
+}
+
 ensure_datasets() {
     local venv="$ROOT/tools/venv" req="$ROOT/tools/requirements-data.txt"
     if [ -f "$ROOT/data/diabetes.csv" ] && [ -f "$ROOT/data/breast_cancer.csv" ] \
