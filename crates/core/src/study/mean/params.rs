@@ -57,8 +57,9 @@ pub enum Masking {
 impl Masking {
     /// SecAgg+ for `sites` sites when no degree is asked for: k = 2⌈log₂ S⌉ (as SecAgg+ grows
     /// it), at most the largest even k with k + 1 < S, and the smallest threshold above half the
-    /// neighbourhood, t = k/2 + 1 (the most dropouts tolerated). `None` below 4 sites, where no
-    /// Harary graph is sparser than the complete one.
+    /// neighbourhood, t = k/2 + 1 (the most dropouts tolerated, and so the fewest colluding
+    /// neighbours: t of them could unmask a site). `None` below 4 sites, where no Harary graph
+    /// is sparser than the complete one.
     pub fn secagg_plus_for(sites: usize) -> Option<Masking> {
         if sites < 4 {
             return None;
