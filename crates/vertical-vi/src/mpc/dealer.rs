@@ -32,6 +32,7 @@ use capelab_core::rng::CapeRng;
 use rand_core::SeedableRng;
 
 use crate::mpc::MpcError;
+use crate::mpc::bits::{bit_vec, words};
 use crate::mpc::program::{MASK_BITS, Op, Program};
 use crate::mpc::ring::{FRAC_BITS, random};
 
@@ -74,8 +75,25 @@ pub enum OpMaterial {
         r: Vec<u128>,
         #[serde(with = "ring_vec")]
         r_hi: Vec<u128>,
-        #[serde(with = "ring_vec")]
+        /// XOR shares of the low bits of r.
+        #[serde(with = "bit_vec")]
         bits: Vec<u128>,
+    },
+    /// XOR shares of a boolean triple (a, b, c = a∧b).
+    BoolTriples {
+        #[serde(with = "bit_vec")]
+        a: Vec<u128>,
+        #[serde(with = "bit_vec")]
+        b: Vec<u128>,
+        #[serde(with = "bit_vec")]
+        c: Vec<u128>,
+    },
+    /// A random bit ρ, XOR-shared (`bit`) and additively shared (`share`).
+    BitPair {
+        #[serde(with = "bit_vec")]
+        bit: Vec<u128>,
+        #[serde(with = "ring_vec")]
+        share: Vec<u128>,
     },
 }
 
@@ -131,6 +149,8 @@ macro_rules! material_fields {
             OpMaterial::Mask { a, sq } => vec![a, sq],
             OpMaterial::MatVec { b, w } => vec![b, w],
             OpMaterial::Cmp { r, r_hi, bits } => vec![r, r_hi, bits],
+            OpMaterial::BoolTriples { a, b, c } => vec![a, b, c],
+            OpMaterial::BitPair { bit, share } => vec![bit, share],
         }
     };
 }
@@ -142,6 +162,16 @@ impl OpMaterial {
 
     fn fields_mut(&mut self) -> Vec<&mut Vec<u128>> {
         material_fields!(self)
+    }
+
+    /// Which fields hold XOR-shared bits (combined by ⊕, drawn one bit at a time).
+    fn bit_fields(&self) -> &'static [bool] {
+        match self {
+            OpMaterial::Cmp { .. } => &[false, false, true],
+            OpMaterial::BoolTriples { .. } => &[true, true, true],
+            OpMaterial::BitPair { .. } => &[true, false],
+            _ => &[false, false, false],
+        }
     }
 }
 
@@ -156,9 +186,11 @@ pub struct PartyMaterial {
 }
 
 impl PartyMaterial {
-    /// How many ring elements this is as sent (the seed counts as 2), for the cost report.
+    /// How many 16-byte words this is as sent, for the cost report: the seed counts as 2, a ring
+    /// field one per value, a bit field one per 128 bits.
     pub fn values(&self) -> usize {
-        2 + self.ops.iter().flat_map(|m| m.fields()).map(Vec::len).sum::<usize>()
+        let fields = self.ops.iter().flat_map(|m| m.fields().into_iter().zip(m.bit_fields()));
+        2 + fields.map(|(f, &bits)| if bits { words(f.len()) } else { f.len() }).sum::<usize>()
     }
 
     /// The full material for `prog`: the seeded shares, with the explicit values in the fields
@@ -202,6 +234,16 @@ fn draw(n: usize, rng: &mut impl Rng) -> Vec<u128> {
     (0..n).map(|_| random(rng)).collect()
 }
 
+/// `n` uniform bits, 0/1 values (one 64-bit draw per 64 bits).
+fn draw_bits(n: usize, rng: &mut impl Rng) -> Vec<u128> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let w = rng.next_u64();
+        out.extend((0..64.min(n - out.len())).map(|j| u128::from((w >> j) & 1)));
+    }
+    out
+}
+
 /// The bit widths of a comparison, one per element.
 fn cmp_widths(bits: &[u32], n: usize) -> Vec<u32> {
     (0..n).map(|i| if bits.len() == 1 { bits[0] } else { bits[i] }).collect()
@@ -211,7 +253,8 @@ fn cmp_widths(bits: &[u32], n: usize) -> Vec<u32> {
 fn field_lens(op: &Op, prog: &Program) -> Vec<usize> {
     let len = |r: &usize| prog.lens[*r];
     match op {
-        Op::Mul { a, .. } => vec![len(a); 3],
+        Op::Mul { a, .. } | Op::And { a, .. } => vec![len(a); 3],
+        Op::B2A { src, .. } => vec![len(src); 2],
         Op::MulGather { a, b, .. } => vec![len(a), len(b), len(b)],
         Op::MaskOpen { src, group, .. } => vec![len(src), len(src) / group],
         Op::MatVec { f, e, .. } => vec![len(f), len(e) / len(f)],
@@ -227,7 +270,8 @@ fn field_lens(op: &Op, prog: &Program) -> Vec<usize> {
 /// Which fields of `op`'s material are uniform values (seeded for every party).
 fn uniform_fields(op: &Op) -> &'static [bool] {
     match op {
-        Op::Mul { .. } | Op::MulGather { .. } => &[true, true, false],
+        Op::Mul { .. } | Op::MulGather { .. } | Op::And { .. } => &[true, true, false],
+        Op::B2A { .. } => &[true, false],
         Op::MaskOpen { .. } | Op::MatVec { .. } => &[true, false],
         Op::Trunc { .. } => &[false, false],
         Op::CmpOpen { .. } => &[false, false, false],
@@ -248,13 +292,21 @@ fn derived_lens(op: &Op, prog: &Program, last: bool) -> Vec<usize> {
 /// or, for the last party, the uniform fields only (the others left empty).
 fn seeded(op: &Op, prog: &Program, last: bool, rng: &mut impl Rng) -> OpMaterial {
     let lens = field_lens(op, prog);
+    let bits = empty_material(op).bit_fields();
     let mut f: Vec<Vec<u128>> = lens
         .iter()
         .zip(uniform_fields(op))
-        .map(|(&n, &u)| if u || !last { draw(n, rng) } else { Vec::new() })
+        .zip(bits)
+        .map(|((&n, &u), &b)| match (u || !last, b) {
+            (false, _) => Vec::new(),
+            (true, false) => draw(n, rng),
+            (true, true) => draw_bits(n, rng),
+        })
         .collect();
     let mut take = || f.remove(0);
     match op {
+        Op::And { .. } => OpMaterial::BoolTriples { a: take(), b: take(), c: take() },
+        Op::B2A { .. } => OpMaterial::BitPair { bit: take(), share: take() },
         Op::Mul { .. } | Op::MulGather { .. } => {
             OpMaterial::Triples { a: take(), b: take(), c: take() }
         }
@@ -266,13 +318,26 @@ fn seeded(op: &Op, prog: &Program, last: bool, rng: &mut impl Rng) -> OpMaterial
     }
 }
 
-/// Σ_p of field `i` of every party's seeded material (the last party's derived fields are empty
-/// and count as 0): the value the seeds alone define.
+/// The material variant of `op` with empty fields (for its field kinds).
+fn empty_material(op: &Op) -> OpMaterial {
+    let e = Vec::new;
+    match op {
+        Op::Mul { .. } | Op::MulGather { .. } => OpMaterial::Triples { a: e(), b: e(), c: e() },
+        Op::And { .. } => OpMaterial::BoolTriples { a: e(), b: e(), c: e() },
+        Op::B2A { .. } => OpMaterial::BitPair { bit: e(), share: e() },
+        Op::CmpOpen { .. } => OpMaterial::Cmp { r: e(), r_hi: e(), bits: e() },
+        _ => OpMaterial::None,
+    }
+}
+
+/// Σ_p (or ⊕_p, for a bit field) of field `i` of every party's seeded material (the last party's
+/// derived fields are empty and count as 0): the value the seeds alone define.
 fn seeded_sum(ms: &[OpMaterial], i: usize, n: usize) -> Vec<u128> {
     let mut s = vec![0u128; n];
     for m in ms {
+        let xor = m.bit_fields()[i];
         for (acc, v) in s.iter_mut().zip(m.fields()[i]) {
-            *acc = acc.wrapping_add(*v);
+            *acc = if xor { *acc ^ v } else { acc.wrapping_add(*v) };
         }
     }
     s
@@ -299,6 +364,12 @@ pub fn deal_program(prog: &Program, rng: &mut impl Rng) -> Vec<PartyMaterial> {
         let sum = |i: usize| seeded_sum(&ms, i, lens[i]);
         // the true values of the derived fields, in field order (None for uniform fields)
         let truth: Vec<Option<Vec<u128>>> = match op {
+            Op::And { .. } => {
+                let (a, b) = (sum(0), sum(1));
+                vec![None, None, Some(a.iter().zip(&b).map(|(x, y)| x & y).collect())]
+            }
+            // ρ itself, as an additive value
+            Op::B2A { .. } => vec![None, Some(sum(0))],
             Op::Mul { .. } => {
                 let (a, b) = (sum(0), sum(1));
                 vec![None, None, Some(a.iter().zip(&b).map(|(x, y)| x.wrapping_mul(*y)).collect())]
@@ -349,12 +420,17 @@ pub fn deal_program(prog: &Program, rng: &mut impl Rng) -> Vec<PartyMaterial> {
         };
         // the last party's explicit share: truth − Σ of the others' seeded shares
         let mut sent = ms[last].clone();
+        let bits = sent.bit_fields();
         for (i, (field, t)) in sent.fields_mut().into_iter().zip(&truth).enumerate() {
             match t {
                 None => field.clear(),
                 Some(t) => {
                     let others = seeded_sum(&ms[..last], i, lens[i]);
-                    *field = t.iter().zip(&others).map(|(t, o)| t.wrapping_sub(*o)).collect();
+                    *field = if bits[i] {
+                        t.iter().zip(&others).map(|(t, o)| t ^ o).collect()
+                    } else {
+                        t.iter().zip(&others).map(|(t, o)| t.wrapping_sub(*o)).collect()
+                    };
                 }
             }
         }

@@ -5,6 +5,7 @@
 //! computes its exact fixed-point result (truncation is the floor).
 
 use crate::mpc::MpcError;
+use crate::mpc::bits::{pack, unpack};
 use crate::mpc::dealer::OpMaterial;
 use crate::mpc::program::{Op, Program, TRUNC_BITS};
 use crate::mpc::ring::FRAC_BITS;
@@ -100,23 +101,23 @@ impl Machine {
                 }
                 (*dst, v)
             }
-            Op::CmpFinish { dst, base, abits, t, bits } => {
+            Op::CmpFinish { dst, abits, t, bits } => {
                 let (a, t) = (&r[*abits], &r[*t]);
+                // one width per element, or one for all
+                let count = if bits.len() == 1 { t.len() / bits[0] as usize } else { bits.len() };
                 let mut off = 0;
-                let v = r[*base]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &b)| {
+                let v = (0..count)
+                    .map(|i| {
                         let l = bcast32(bits, i) as usize;
                         let mut lt = 0u128;
                         for j in 0..l {
                             if a[off + j] == 0 {
                                 let next = if j + 1 < l { t[off + j + 1] } else { self.lead(1) };
-                                lt = lt.wrapping_add(next.wrapping_sub(t[off + j]));
+                                lt ^= next ^ t[off + j];
                             }
                         }
                         off += l;
-                        b.wrapping_sub(lt)
+                        lt
                     })
                     .collect();
                 (*dst, v)
@@ -140,6 +141,8 @@ impl Machine {
             }
             Op::Input { .. }
             | Op::Mul { .. }
+            | Op::And { .. }
+            | Op::B2A { .. }
             | Op::MulGather { .. }
             | Op::MaskOpen { .. }
             | Op::MatVec { .. }
@@ -165,6 +168,22 @@ impl Machine {
                 let d = r[*a].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(ta, i)));
                 let e = r[*b].iter().enumerate().map(|(i, y)| y.wrapping_sub(at(tb, i)));
                 d.chain(e).collect()
+            }
+            (Op::And { a, b, .. }, m) => {
+                let (ta, tb) = match m {
+                    OpMaterial::BoolTriples { a, b, .. } => (&a[..], &b[..]),
+                    _ => (&[][..], &[][..]),
+                };
+                let d = r[*a].iter().enumerate().map(|(i, x)| x ^ at(ta, i));
+                let e = r[*b].iter().enumerate().map(|(i, y)| y ^ at(tb, i));
+                pack(d.chain(e))
+            }
+            (Op::B2A { src, .. }, m) => {
+                let rho = match m {
+                    OpMaterial::BitPair { bit, .. } => &bit[..],
+                    _ => &[][..],
+                };
+                pack(r[*src].iter().enumerate().map(|(i, x)| x ^ at(rho, i)))
             }
             (Op::MaskOpen { src, .. }, m) => {
                 let ma = match m {
@@ -222,6 +241,41 @@ impl Machine {
                             .wrapping_add(d[i].wrapping_mul(at(tb, i)))
                             .wrapping_add(e[i].wrapping_mul(at(ta, i)))
                             .wrapping_add(self.lead(d[i].wrapping_mul(e[i])))
+                    })
+                    .collect();
+                self.regs[*dst] = v;
+                None
+            }
+            Op::And { dst, a, .. } => {
+                let n = self.regs[*a].len();
+                let de = unpack(opened, 2 * n);
+                let (d, e) = de.split_at(n);
+                let (ta, tb, tc) = match mat {
+                    OpMaterial::BoolTriples { a, b, c } => (&a[..], &b[..], &c[..]),
+                    _ => (&[][..], &[][..], &[][..]),
+                };
+                let v = (0..n)
+                    .map(|i| {
+                        at(tc, i) ^ (d[i] & at(tb, i)) ^ (e[i] & at(ta, i)) ^ self.lead(d[i] & e[i])
+                    })
+                    .collect();
+                self.regs[*dst] = v;
+                None
+            }
+            Op::B2A { dst, src } => {
+                let n = self.regs[*src].len();
+                let o = unpack(opened, n);
+                let rho = match mat {
+                    OpMaterial::BitPair { share, .. } => &share[..],
+                    _ => &[][..],
+                };
+                // x = o + ρ·(1 − 2o): ρ's additive share times ±1
+                let v = o
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &o)| {
+                        let r = at(rho, i);
+                        self.lead(o).wrapping_add(if o == 1 { r.wrapping_neg() } else { r })
                     })
                     .collect();
                 self.regs[*dst] = v;
@@ -323,7 +377,7 @@ impl Machine {
                         let a = (c >> j) & 1;
                         let rj = at(rb, av.len());
                         av.push(a);
-                        ev.push(if a == 1 { rj } else { self.lead(1).wrapping_sub(rj) });
+                        ev.push(rj ^ self.lead(1 ^ a));
                     }
                 }
                 self.regs[*e] = ev;

@@ -33,6 +33,7 @@ party, 0.25 s on the same machine). What made the difference:
 The comparisons remain most of the traffic.
 */
 
+pub mod bits;
 pub mod circuit;
 pub mod dealer;
 pub(crate) mod exec;

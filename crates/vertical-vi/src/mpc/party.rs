@@ -6,7 +6,8 @@
 //! travels sealed to q alone);
 //! every later round is one interactive op of the [`Program`], in which each party broadcasts its
 //! share of a masked value (Beaver d = x − a and e = y − b, a truncation or comparison opening
-//! x + 2^l + r) and finally of G̃. Nothing per-example is ever opened unmasked (spec D12).
+//! x + 2^l + r; for the comparison's bits, XOR shares of d = x ⊕ a, e = y ⊕ b packed 128 to a
+//! word) and finally of G̃. Nothing per-example is ever opened unmasked (spec D12).
 
 use std::sync::Arc;
 
@@ -255,12 +256,13 @@ impl MpcParty {
             }
         } else {
             let mut opened = std::mem::take(&mut self.own);
+            let op = &self.prog.ops[self.pc];
+            let xor = Program::opens_bits(op);
             for m in by.iter().flatten() {
                 for (o, v) in opened.iter_mut().zip(&m.values) {
-                    *o = o.wrapping_add(*v);
+                    *o = if xor { *o ^ v } else { o.wrapping_add(*v) };
                 }
             }
-            let op = &self.prog.ops[self.pc];
             let out = self.machine.finish(op, &self.material[self.pc], &opened);
             self.material[self.pc] = OpMaterial::None; // used once
             self.pc += 1;

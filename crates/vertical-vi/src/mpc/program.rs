@@ -5,11 +5,15 @@
 //! `mpc` modes do the same truncations and the same Newton–Raphson iterations (spec C, "plaintext
 //! fixed-point simulation").
 //!
-//! Registers hold, per party, additive shares (or, in `fixed`, the plain values). Local ops are
-//! linear; each interactive op ([`Op::Mul`], [`Op::Trunc`], [`Op::CmpOpen`], [`Op::Open`]) is one
-//! communication round, so the builder batches all independent products of a layer into one op.
+//! Registers hold, per party, additive shares (or, in `fixed`, the plain values); the comparison's
+//! bit registers hold XOR shares of bits instead ([`crate::mpc::bits`]). Local ops are linear;
+//! each interactive op ([`Op::Mul`], [`Op::And`], [`Op::Trunc`], [`Op::CmpOpen`], [`Op::Open`], …)
+//! is one communication round, so the builder batches all independent products of a layer into
+//! one op.
 
 use serde::{Deserialize, Serialize};
+
+use crate::mpc::bits::words;
 
 /// A register index.
 pub type Reg = usize;
@@ -145,9 +149,10 @@ pub enum Op {
     },
     /// Interactive: first half of the comparison [src_i ≥ 0] for |src_i| < 2^{l_i}, l_i =
     /// `bits[i]` (one width per element, or one for all): opens c = src + 2^l + r (r dealt with
-    /// its low l bits shared), and sets, per element, `abits` (public: the low bits a_j of c),
-    /// `e` (shares of 1 − (a_j ⊕ r_j)) and `base` (shares of ⌊c/2^l⌋ − ⌊r/2^l⌋). Layout of
-    /// `e`/`abits`: element-major, bit j of element i at (l_0 + … + l_{i−1}) + j.
+    /// its low l bits XOR-shared), and sets, per element, `abits` (public: the low bits a_j of c),
+    /// `e` (XOR shares of the bits 1 ⊕ a_j ⊕ r_j: bit j of c and r agree) and `base` (additive
+    /// shares of ⌊c/2^l⌋ − ⌊r/2^l⌋). Layout of `e`/`abits`: element-major, bit j of element i at
+    /// (l_0 + … + l_{i−1}) + j.
     CmpOpen {
         e: Reg,
         base: Reg,
@@ -155,14 +160,27 @@ pub enum Op {
         src: Reg,
         bits: Vec<u32>,
     },
-    /// Local end of the comparison: with t the inclusive suffix products T_j = Π_{i≥j} e_i,
-    /// [src ≥ 0] = base − Σ_{j: a_j = 0} (T_{j+1} − T_j) (T_bits = 1).
+    /// Interactive: elementwise AND of XOR-shared bits by a boolean Beaver triple (a, b, c = a∧b):
+    /// opens d = x ⊕ a and e = y ⊕ b, one bit each, packed ([`crate::mpc::bits`]).
+    And {
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+    },
+    /// Local end of the comparison, in XOR shares: with t the suffix ANDs T_j = ∧_{i≥j} e_i
+    /// (T_bits = 1), dst = ⊕_{j: a_j = 0} (T_{j+1} ⊕ T_j) = [c mod 2^l < r mod 2^l] (T is
+    /// monotone in j, so at most one term is 1: the XOR is the sum). [src ≥ 0] = base − dst.
     CmpFinish {
         dst: Reg,
-        base: Reg,
         abits: Reg,
         t: Reg,
         bits: Vec<u32>,
+    },
+    /// Interactive: XOR-shared bits to additive shares, by a dealt random bit ρ shared both ways:
+    /// opens o = x ⊕ ρ (one bit each, packed); then x = o + ρ·(1 − 2o).
+    B2A {
+        dst: Reg,
+        src: Reg,
     },
     /// Each party adds its own discrete Gaussian share N_Z(0, variance) (ring units).
     AddNoise {
@@ -182,6 +200,8 @@ impl Op {
         matches!(
             self,
             Op::Mul { .. }
+                | Op::And { .. }
+                | Op::B2A { .. }
                 | Op::MulGather { .. }
                 | Op::MaskOpen { .. }
                 | Op::MatVec { .. }
@@ -207,10 +227,17 @@ impl Program {
         1 + self.ops.iter().filter(|o| o.interactive()).count()
     }
 
-    /// How many values one party broadcasts in the round of interactive op `op`.
+    /// Whether `op`'s broadcasts are combined by XOR (boolean openings) instead of addition.
+    pub fn opens_bits(op: &Op) -> bool {
+        matches!(op, Op::And { .. } | Op::B2A { .. })
+    }
+
+    /// How many words one party broadcasts in the round of interactive op `op`.
     pub fn opened_len(&self, op: &Op) -> usize {
         match op {
             Op::Mul { a, .. } => 2 * self.lens[*a],
+            Op::And { a, .. } => words(2 * self.lens[*a]),
+            Op::B2A { src, .. } => words(self.lens[*src]),
             Op::MulGather { a, b, .. } => self.lens[*a] + self.lens[*b],
             Op::MaskOpen { src, .. } => self.lens[*src],
             Op::MatVec { f, .. } => self.lens[*f],
@@ -422,16 +449,16 @@ impl Builder {
     }
 
     /// Shares of the bits [x_i ≥ 0] (integers 0/1), exact for |x_i| < 2^bits (bits ≤ 120).
-    /// Rounds: one opening, then ⌈log₂ bits⌉ product rounds (Hillis–Steele suffix products of
-    /// the e_j); about bits·⌈log₂ bits⌉ ring products per element. All values are integers, so
-    /// nothing is truncated.
+    /// Rounds: one opening, ⌈log₂ bits⌉ AND rounds (Hillis–Steele suffix ANDs of the XOR-shared
+    /// e_j, about bits·⌈log₂ bits⌉ ANDs of one bit each per element), and one round to turn the
+    /// result into additive shares. Nothing is truncated.
     pub fn geq_zero(&mut self, x: Reg, bits: u32) -> Reg {
         let n = self.len(x);
         self.geq_zero_mixed(x, vec![bits; n])
     }
 
     /// [`Builder::geq_zero`] with one width per element (|x_i| < 2^{bits_i}), all in the same
-    /// rounds: an element costs products for its own width only.
+    /// rounds: an element costs ANDs for its own width only.
     pub fn geq_zero_mixed(&mut self, x: Reg, bits: Vec<u32>) -> Reg {
         let n = self.len(x);
         assert_eq!(bits.len(), n);
@@ -458,12 +485,28 @@ impl Builder {
             }
             let a = self.gather(t, lo.clone());
             let b = self.gather(t, hi);
-            let p = self.mul(a, b);
+            let p = self.and(a, b);
             t = self.overwrite(t, p, lo);
             s *= 2;
         }
-        let dst = self.reg(n);
-        self.prog.ops.push(Op::CmpFinish { dst, base, abits, t, bits });
+        let lt = self.reg(n);
+        self.prog.ops.push(Op::CmpFinish { dst: lt, abits, t, bits });
+        let lt = self.b2a(lt);
+        self.sub(base, lt)
+    }
+
+    /// AND of XOR-shared bits (one round), see [`Op::And`].
+    pub fn and(&mut self, a: Reg, b: Reg) -> Reg {
+        assert_eq!(self.len(a), self.len(b));
+        let dst = self.reg(self.len(a));
+        self.prog.ops.push(Op::And { dst, a, b });
+        dst
+    }
+
+    /// XOR-shared bits to additive shares (one round), see [`Op::B2A`].
+    fn b2a(&mut self, src: Reg) -> Reg {
+        let dst = self.reg(self.len(src));
+        self.prog.ops.push(Op::B2A { dst, src });
         dst
     }
 
