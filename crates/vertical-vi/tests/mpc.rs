@@ -76,6 +76,58 @@ fn beaver_product_and_truncation_bound() {
     }
 }
 
+/// Σ_n w_nk·x^b_nkj for private matrices of two owners out of three parties (party 0 owns
+/// none) equals the direct product, in MPC and in plaintext; each private matrix travels once,
+/// masked, from its owner, and the other parties send only their share of W.
+#[test]
+fn owned_mat_vec_is_the_direct_product_and_sends_each_matrix_once() {
+    let (rows, k, widths) = (7usize, 3usize, [2usize, 5]);
+    let mut rng = derive(12, "data");
+    let w: Vec<f64> = (0..rows * k).map(|_| unif(&mut rng, -2.0, 2.0)).collect();
+    let xs: Vec<Vec<f64>> = widths
+        .iter()
+        .map(|e| (0..rows * k * e).map(|_| unif(&mut rng, -3.0, 3.0)).collect())
+        .collect();
+    let mut b = Builder::new(3);
+    let wr = b.input(0, rows * k);
+    let x1 = b.private(1, rows * k * widths[0]);
+    let x2 = b.private(2, rows * k * widths[1]);
+    let y = b.owned_mat_vec(wr, k, &[(1, x1), (2, x2)]);
+    let y = b.concat(&y);
+    let y = b.trunc(y);
+    b.open(y);
+    let prog = b.finish();
+    let inputs = vec![
+        vec![encode_all(&w).unwrap()],
+        vec![encode_all(&xs[0]).unwrap()],
+        vec![encode_all(&xs[1]).unwrap()],
+    ];
+    let mpc = run_in_process(&prog, inputs.clone(), Seed::Fixed(5), false).unwrap();
+    let fixed = run_fixed(&prog, inputs, &mut derive(5, "fixed")).unwrap();
+    let mut want = Vec::new();
+    for (x, &e) in xs.iter().zip(&widths) {
+        for kk in 0..k {
+            for j in 0..e {
+                want.push((0..rows).map(|n| w[n * k + kk] * x[(n * k + kk) * e + j]).sum::<f64>());
+            }
+        }
+    }
+    for (got, label) in [(&mpc.output, "mpc"), (&fixed, "fixed")] {
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            assert!((decode(*g) - w).abs() < 1e-8, "{label}: {} vs {w}", decode(*g));
+        }
+    }
+    // round 0 a seed each, then W (rows·K) from everyone plus the owner's Δ, then the
+    // truncation (a round with three parties) and the opening; every message goes to both others
+    let out = want.len();
+    let sent = |own: usize| 2 * 16 * (2 + rows * k + own + 2 * out);
+    assert_eq!(
+        mpc.bytes_sent,
+        vec![sent(0), sent(rows * k * widths[0]), sent(rows * k * widths[1])]
+    );
+}
+
 #[test]
 fn reciprocal_over_its_range_including_the_ends() {
     let (lo, hi) = (2f64.powi(-10), 2f64.powi(8));
@@ -412,7 +464,6 @@ fn seeded_dealer_material_is_small_and_checked() {
         .iter()
         .map(|o| match o {
             capelab_vertical_vi::mpc::program::Op::Mul { a, .. } => prog.lens[*a],
-            capelab_vertical_vi::mpc::program::Op::MulGather { b, .. } => prog.lens[*b],
             _ => 0,
         })
         .sum();

@@ -1,22 +1,24 @@
 //! The gradient circuit of spec B3 step 3 for one batch, and its two runners.
 //!
-//! Inputs: party p secret-shares its own mat^p (B×K) and dlog^p (B×K×e_p, already ∇_ζ, see
-//! `batch.rs`) ([`PartyLocal`]); π and C are public. Under MPC: mat_nk = Π_p mat^p_nk;
-//! den_n = Σ_k π_k mat_nk; inv_n = 1/den_n; GP_nk = mat_nk·inv_n; r_nk = π_k·GP_nk;
-//! GY_nk = r_nk − π_k (k < K − 1: the π block in ζ, a local subtraction of a public constant);
-//! GR^p_nk = r_nk·dlog^p_nk; g_n = [GY_n, GR^1_n, …, GR^P_n] (the ζ layout);
-//! u_n = ‖g_n‖²/C²; the factor min(1, C/‖g_n‖) = 1 + [u_n ≥ 1]·(u_n^{−1/2} − 1) (spec D11: the
-//! joint vector); G̃ = Σ_n factor_n·g_n + Σ_p ζ^p. Only G̃ is opened (spec D12).
+//! Inputs: party p secret-shares its own mat^p (B×K) and ℓ^p (B×K, ℓ^p_nk = Σ_j (dlog^p_nkj)²),
+//! and keeps dlog^p (B×K×e_p, already ∇_ζ, see `batch.rs`) to itself ([`PartyLocal`]); π and C
+//! are public. Under MPC: mat_nk = Π_p mat^p_nk; den_n = Σ_k π_k mat_nk; inv_n = 1/den_n;
+//! GP_nk = mat_nk·inv_n; r_nk = π_k·GP_nk; GY_nk = r_nk − π_k (k < K − 1: the π block in ζ);
+//! GR^p_nkj = r_nk·dlog^p_nkj; g_n = [GY_n, GR^1_n, …, GR^P_n] (the ζ layout). The clip needs
+//! only ‖g_n‖² = Σ_{k<K−1} GY_nk² + Σ_k r_nk²·Σ_p ℓ^p_nk (spec D11: the norm of the joint vector),
+//! so g_n itself is never formed: with u_n = ‖g_n‖²/C² and
+//! f_n = min(1, C/‖g_n‖) = 1 + [u_n ≥ 1]·(u_n^{−1/2} − 1), the clipped sum is
+//! G̃ = [Σ_n f_n GY_n, Σ_n w_n ⊗ dlog^1_n, …] + Σ_p ζ^p with w_nk = f_n·r_nk, the GR blocks by
+//! [`crate::mpc::program::Op::OwnedMatVec`] (each dlog^p travels once, masked, from its owner).
+//! Only G̃ is opened (spec D12).
 //!
-//! The π block in ζ costs no round: r_nk was already computed (as π_k·GP_nk, for GR), and GY is a
-//! gather and a public constant added to it. The θ-space GP_nk (≥ 1/π_k where a component
-//! explains the record) could not simply be pulled back by the aggregator after opening: the
-//! clip acts per example, on the vector the circuit builds, so the bounded r_nk − π_k must be in
-//! that vector.
+//! The θ-space GP_nk (≥ 1/π_k where a component explains the record) could not simply be pulled
+//! back by the aggregator after opening: the clip acts per example, on the vector the circuit
+//! builds, so the bounded r_nk − π_k must be in that vector.
 //!
 //! Valid ranges (outside them the MPC computes garbage silently; `fixed` reports
 //! [`MpcError::Overflow`] where it can): den_n ∈ [`GradientConfig::recip_range`]; every product
-//! below 2^22 in magnitude (e.g. mat_nk and mat^p·dlog-sized values); ‖g_n‖² < 2^22 and
+//! below 2^22 in magnitude (e.g. mat_nk, r_nk²·ℓ_nk and the batch sums); ‖g_n‖² < 2^22 and
 //! ‖g_n‖/C < 2^{m+1} with m = [`GradientConfig::rsqrt_levels`].
 
 use capelab_core::rng::Seed;
@@ -117,13 +119,13 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
     if !(1..=20).contains(&m) {
         return Err(MpcError::BadInput { what: format!("rsqrt levels {m} outside 1..=20") });
     }
-    let d = shape.dim();
     let pi_enc = encode_all(&cfg.pi)?;
     let pi_tiled: Vec<u128> = (0..b).flat_map(|_| pi_enc.iter().copied()).collect();
 
     let mut bl = Builder::new(parties);
-    let inputs: Vec<(usize, usize)> =
-        (0..parties).map(|p| (bl.input(p, b * k), bl.input(p, b * k * widths[p]))).collect();
+    let inputs: Vec<(usize, usize, usize)> = (0..parties)
+        .map(|p| (bl.input(p, b * k), bl.input(p, b * k), bl.private(p, b * k * widths[p])))
+        .collect();
     // mat_nk = Π_p mat^p_nk
     let mut mat = inputs[0].0;
     for inp in &inputs[1..] {
@@ -136,42 +138,25 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
     let inv = bl.recip(den, lo, hi);
     let inv_rep = bl.gather(inv, (0..b * k).map(|i| (i / k) as u32).collect());
     let gp = bl.fmul(mat, inv_rep);
-    let pgp = bl.mul_const(gp, pi_tiled);
-    let pgp = bl.trunc(pgp);
-    // GR^p_nkj = (π_k GP_nk) · dlog^p_nkj, all parties in one product layer; r = π_k GP_nk is
-    // opened once per (n, k), not once per j (a broadcast triple)
-    let dlogs: Vec<usize> = inputs.iter().map(|i| i.1).collect();
-    let dlog = bl.concat(&dlogs);
-    let rep: Vec<u32> =
-        widths.iter().flat_map(|&w| (0..b * k * w).map(move |i| (i / w) as u32)).collect();
-    let gr = bl.mul_gather(pgp, dlog, rep);
-    let gr = bl.trunc(gr);
-    let gr = bl.split(gr, &dlogs);
+    let r = bl.mul_const(gp, pi_tiled);
+    let r = bl.trunc(r);
     // GY_nk = r_nk − π_k for k < K − 1
     let head = k - 1;
-    let gy = bl.gather(pgp, (0..b * head).map(|i| ((i / head) * k + i % head) as u32).collect());
+    let gy = bl.gather(r, (0..b * head).map(|i| ((i / head) * k + i % head) as u32).collect());
     let minus_pi: Vec<u128> =
         (0..b).flat_map(|_| pi_enc[..head].iter().map(|v| v.wrapping_neg())).collect();
     let gy = bl.add_const(gy, minus_pi);
-    // g_n = [GY_n, GR^1_n, …] row-major B × D
-    let mut parts = vec![gy];
-    parts.extend(&gr);
-    let all = bl.concat(&parts);
-    let mut idx = Vec::with_capacity(b * d);
-    for n in 0..b {
-        idx.extend((0..head).map(|c| (n * head + c) as u32));
-        let mut off = b * head;
-        for &w in widths {
-            idx.extend((0..k * w).map(|c| (off + n * k * w + c) as u32));
-            off += b * k * w;
-        }
+    // ‖g_n‖² = Σ_k GY_nk² + Σ_k r_nk²·ℓ_nk, ℓ = Σ_p ℓ^p
+    let mut ell = inputs[0].1;
+    for inp in &inputs[1..] {
+        ell = bl.add(ell, inp.1);
     }
-    let g = bl.gather(all, idx);
-    // g is opened once, masked: E = g − A (uniform A from the dealer). ‖g_n‖² and, below,
-    // Σ_n f_n g_n are computed from E and shares of A (spec D12: E reveals nothing of g).
-    let (e, a, sq) = bl.mask_open(g, d);
+    let sq = bl.fmul_many(&[(gy, gy), (r, r)]);
+    let r2l = bl.fmul(sq[1], ell);
+    let gy2 = bl.sum_groups(sq[0], head);
+    let r2l = bl.sum_groups(r2l, k);
+    let s = bl.add(gy2, r2l);
     // u = ‖g‖²/C², hu = u/2, and u at 20 fractional bits for the comparisons
-    let s = bl.trunc(sq);
     let ss = bl.concat(&[s, s]);
     let c2 = 1.0 / (cfg.clip * cfg.clip);
     let scale: Vec<u128> = [encode(0.5 * c2)?, encode(c2 / (1u64 << CMP_SHIFT) as f64)?]
@@ -217,8 +202,22 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
     let ym1 = bl.add_const(y, vec![encode(1.0)?.wrapping_neg()]);
     let f = bl.mul(t0, ym1);
     let f = bl.add_const(f, vec![encode(1.0)?]);
-    // Σ_n f_n g_n: one opening of f − b (B values), then the D sums truncated
-    let gs = bl.mat_vec(f, e, a);
+    // Σ_n f_n g_n: the GR blocks as Σ_n w_nk·dlog^p_nkj with w_nk = f_n·r_nk; the GY block as
+    // Σ_n w_nk − π_k·Σ_n f_n; all at 2^{2f}, then truncated together
+    let f_rep = bl.gather(f, (0..b * k).map(|i| (i / k) as u32).collect());
+    let w = bl.fmul(f_rep, r);
+    let dlogs: Vec<(usize, usize)> = inputs.iter().enumerate().map(|(p, i)| (p, i.2)).collect();
+    let gr = bl.owned_mat_vec(w, k, &dlogs);
+    let cw = bl.column_sum(w, k);
+    let cw = bl.slice(cw, 0, head);
+    let cw = bl.mul_const(cw, vec![1u128 << FRAC_BITS]);
+    let fsum = bl.sum_groups(f, b);
+    let fsum = bl.gather(fsum, vec![0; head]);
+    let pf = bl.mul_const(fsum, pi_enc[..head].to_vec());
+    let gy_sum = bl.sub(cw, pf);
+    let mut parts = vec![gy_sum];
+    parts.extend(gr);
+    let gs = bl.concat(&parts);
     let mut sum = bl.trunc(gs);
     if cfg.sigma > 0.0 {
         sum = bl.add_noise(sum, party_variance(cfg.clip, cfg.sigma, parties));
@@ -227,9 +226,14 @@ pub fn gradient_program(shape: &Shape, cfg: &GradientConfig) -> Result<Program, 
     Ok(bl.finish())
 }
 
-/// Party p's inputs: encoded mat^p and dlog^p (ζ-space, `batch.rs`).
+/// Party p's inputs: encoded mat^p and ℓ^p (shared) and dlog^p (ζ-space, `batch.rs`; kept).
 pub fn party_inputs(local: &PartyLocal) -> Result<Vec<Vec<u128>>, MpcError> {
-    Ok(vec![encode_all(&local.mat)?, encode_all(&local.dlog)?])
+    let ell: Vec<f64> = if local.width == 0 {
+        vec![0.0; local.mat.len()]
+    } else {
+        local.dlog.chunks(local.width).map(|d| d.iter().map(|x| x * x).sum()).collect()
+    };
+    Ok(vec![encode_all(&local.mat)?, encode_all(&ell)?, encode_all(&local.dlog)?])
 }
 
 /// G̃ by the MPC (all parties and the dealer in this process), decoded, with the run's report.

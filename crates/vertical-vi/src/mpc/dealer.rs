@@ -4,9 +4,8 @@
 //!
 //! Per interactive op it deals, as additive shares to each party:
 //! - [`Op::Mul`]: Beaver triples (a, b, c = a·b), a, b uniform in Z_{2^128};
-//! - [`Op::MulGather`]: broadcast triples (α, β, c_i = α_{idx_i}·β_i);
-//! - [`Op::MaskOpen`]: a mask A uniform in Z_{2^128} and the per-group sums of A²;
-//! - [`Op::MatVec`]: b uniform and W = Aᵀb for the A of the [`Op::MaskOpen`] it refers to;
+//! - [`Op::OwnedMatVec`]: α uniform (shared), β^b uniform for each private matrix (given to
+//!   its owner alone) and shares of z^b_{kj} = Σ_n α_{nk}·β^b_{nkj};
 //! - [`Op::Trunc`]: truncation pairs (r, ⌊r/2^f⌋), r uniform in [0, 2^127);
 //! - [`Op::CmpOpen`]: (r, ⌊r/2^l⌋, the l low bits of r), r uniform in [0, 2^127): an
 //!   edaBit-style mask whose bits are shared arithmetically, for the bitwise comparison.
@@ -14,10 +13,10 @@
 //! **Seeded material** (the trusted-dealer PRG trick of CrypTen's TTP provider): the dealer draws
 //! a 32-byte ChaCha20 seed per party ([`PartyMaterial::seed`]) and every value that is a *uniform*
 //! share is expanded from it by that party ([`PartyMaterial::expand`]), in program order. Party
-//! P − 1's shares of the uniformly random values themselves (triple factors a, b, masks A, the
-//! b of [`Op::MatVec`]) come from its seed too; only its shares of *derived* values (c = a·b,
-//! Σ A², Aᵀb, and the bounded masks r with ⌊r/2^l⌋ and the bits of r) are sent explicitly, as
-//! the true value minus the other parties' seeded shares. So parties 0..P − 2 receive a seed and
+//! P − 1's shares of the uniformly random values themselves (triple factors a, b, the α and β
+//! of [`Op::OwnedMatVec`]) come from its seed too; only its shares of *derived* values (c = a·b,
+//! αβ, and the bounded masks r with ⌊r/2^l⌋ and the bits of r) are sent explicitly, as the true
+//! value minus the other parties' seeded shares (XOR for bits). So parties 0..P − 2 receive a seed and
 //! nothing else, party P − 1 a seed and the derived values. Security assumption: ChaCha20 is a
 //! PRG (every seeded share is computationally, instead of perfectly, uniform); each seed is
 //! known to the dealer and its party only (it travels sealed to that party, like the material).
@@ -58,17 +57,16 @@ pub enum OpMaterial {
         #[serde(with = "ring_vec")]
         r_hi: Vec<u128>,
     },
-    Mask {
+    /// For [`Op::OwnedMatVec`]: shares of α, the party's own β (the concatenation of the β^b
+    /// of the matrices it owns; empty for a party that owns none) and shares of z = αβ per
+    /// matrix.
+    Owned {
         #[serde(with = "ring_vec")]
-        a: Vec<u128>,
+        alpha: Vec<u128>,
         #[serde(with = "ring_vec")]
-        sq: Vec<u128>,
-    },
-    MatVec {
+        beta: Vec<u128>,
         #[serde(with = "ring_vec")]
-        b: Vec<u128>,
-        #[serde(with = "ring_vec")]
-        w: Vec<u128>,
+        z: Vec<u128>,
     },
     Cmp {
         #[serde(with = "ring_vec")]
@@ -146,8 +144,7 @@ macro_rules! material_fields {
             OpMaterial::None => vec![],
             OpMaterial::Triples { a, b, c } => vec![a, b, c],
             OpMaterial::Trunc { r, r_hi } => vec![r, r_hi],
-            OpMaterial::Mask { a, sq } => vec![a, sq],
-            OpMaterial::MatVec { b, w } => vec![b, w],
+            OpMaterial::Owned { alpha, beta, z } => vec![alpha, beta, z],
             OpMaterial::Cmp { r, r_hi, bits } => vec![r, r_hi, bits],
             OpMaterial::BoolTriples { a, b, c } => vec![a, b, c],
             OpMaterial::BitPair { bit, share } => vec![bit, share],
@@ -202,12 +199,11 @@ impl PartyMaterial {
         if self.ops.len() != prog.ops.len() || self.party >= prog.parties {
             return Err(bad());
         }
-        let last = self.party + 1 == prog.parties;
         let mut rng = CapeRng::from_seed(self.seed);
         let mut out = Vec::with_capacity(prog.ops.len());
         for (op, sent) in prog.ops.iter().zip(&self.ops) {
-            let mut m = seeded(op, prog, last, &mut rng);
-            let want = derived_lens(op, prog, last);
+            let mut m = seeded(op, prog, self.party, &mut rng);
+            let want = derived_lens(op, prog, self.party);
             let got: Vec<usize> = sent.fields().iter().map(|f| f.len()).collect();
             if got.len() != want.len() && !(got.is_empty() && want.iter().all(|&n| n == 0)) {
                 return Err(bad());
@@ -249,15 +245,16 @@ fn cmp_widths(bits: &[u32], n: usize) -> Vec<u32> {
     (0..n).map(|i| if bits.len() == 1 { bits[0] } else { bits[i] }).collect()
 }
 
-/// The lengths of each field of `op`'s material.
-fn field_lens(op: &Op, prog: &Program) -> Vec<usize> {
+/// The lengths of each field of `party`'s material for `op`.
+fn field_lens(op: &Op, prog: &Program, party: usize) -> Vec<usize> {
     let len = |r: &usize| prog.lens[*r];
     match op {
         Op::Mul { a, .. } | Op::And { a, .. } => vec![len(a); 3],
         Op::B2A { src, .. } => vec![len(src); 2],
-        Op::MulGather { a, b, .. } => vec![len(a), len(b), len(b)],
-        Op::MaskOpen { src, group, .. } => vec![len(src), len(src) / group],
-        Op::MatVec { f, e, .. } => vec![len(f), len(e) / len(f)],
+        Op::OwnedMatVec { w, groups, xs, .. } => {
+            let z = xs.iter().map(|(_, x)| len(x) / len(w) * groups).sum();
+            vec![len(w), prog.owned_len(op, party), z]
+        }
         Op::Trunc { src, .. } => vec![len(src); 2],
         Op::CmpOpen { src, bits, .. } => {
             let n = len(src);
@@ -270,28 +267,29 @@ fn field_lens(op: &Op, prog: &Program) -> Vec<usize> {
 /// Which fields of `op`'s material are uniform values (seeded for every party).
 fn uniform_fields(op: &Op) -> &'static [bool] {
     match op {
-        Op::Mul { .. } | Op::MulGather { .. } | Op::And { .. } => &[true, true, false],
+        Op::Mul { .. } | Op::And { .. } | Op::OwnedMatVec { .. } => &[true, true, false],
         Op::B2A { .. } => &[true, false],
-        Op::MaskOpen { .. } | Op::MatVec { .. } => &[true, false],
         Op::Trunc { .. } => &[false, false],
         Op::CmpOpen { .. } => &[false, false, false],
         _ => &[],
     }
 }
 
-/// The lengths of the fields the dealer sends explicitly (0 for seeded ones).
-fn derived_lens(op: &Op, prog: &Program, last: bool) -> Vec<usize> {
-    field_lens(op, prog)
+/// The lengths of the fields the dealer sends `party` explicitly (0 for seeded ones).
+fn derived_lens(op: &Op, prog: &Program, party: usize) -> Vec<usize> {
+    let last = party + 1 == prog.parties;
+    field_lens(op, prog, party)
         .into_iter()
         .zip(uniform_fields(op))
         .map(|(n, &u)| if last && !u { n } else { 0 })
         .collect()
 }
 
-/// The part of a party's material for `op` that its seed gives (in a fixed order): every field,
+/// The part of `party`'s material for `op` that its seed gives (in a fixed order): every field,
 /// or, for the last party, the uniform fields only (the others left empty).
-fn seeded(op: &Op, prog: &Program, last: bool, rng: &mut impl Rng) -> OpMaterial {
-    let lens = field_lens(op, prog);
+fn seeded(op: &Op, prog: &Program, party: usize, rng: &mut impl Rng) -> OpMaterial {
+    let last = party + 1 == prog.parties;
+    let lens = field_lens(op, prog, party);
     let bits = empty_material(op).bit_fields();
     let mut f: Vec<Vec<u128>> = lens
         .iter()
@@ -307,11 +305,8 @@ fn seeded(op: &Op, prog: &Program, last: bool, rng: &mut impl Rng) -> OpMaterial
     match op {
         Op::And { .. } => OpMaterial::BoolTriples { a: take(), b: take(), c: take() },
         Op::B2A { .. } => OpMaterial::BitPair { bit: take(), share: take() },
-        Op::Mul { .. } | Op::MulGather { .. } => {
-            OpMaterial::Triples { a: take(), b: take(), c: take() }
-        }
-        Op::MaskOpen { .. } => OpMaterial::Mask { a: take(), sq: take() },
-        Op::MatVec { .. } => OpMaterial::MatVec { b: take(), w: take() },
+        Op::Mul { .. } => OpMaterial::Triples { a: take(), b: take(), c: take() },
+        Op::OwnedMatVec { .. } => OpMaterial::Owned { alpha: take(), beta: take(), z: take() },
         Op::Trunc { .. } => OpMaterial::Trunc { r: take(), r_hi: take() },
         Op::CmpOpen { .. } => OpMaterial::Cmp { r: take(), r_hi: take(), bits: take() },
         _ => OpMaterial::None,
@@ -322,7 +317,8 @@ fn seeded(op: &Op, prog: &Program, last: bool, rng: &mut impl Rng) -> OpMaterial
 fn empty_material(op: &Op) -> OpMaterial {
     let e = Vec::new;
     match op {
-        Op::Mul { .. } | Op::MulGather { .. } => OpMaterial::Triples { a: e(), b: e(), c: e() },
+        Op::Mul { .. } => OpMaterial::Triples { a: e(), b: e(), c: e() },
+        Op::OwnedMatVec { .. } => OpMaterial::Owned { alpha: e(), beta: e(), z: e() },
         Op::And { .. } => OpMaterial::BoolTriples { a: e(), b: e(), c: e() },
         Op::B2A { .. } => OpMaterial::BitPair { bit: e(), share: e() },
         Op::CmpOpen { .. } => OpMaterial::Cmp { r: e(), r_hi: e(), bits: e() },
@@ -355,12 +351,10 @@ pub fn deal_program(prog: &Program, rng: &mut impl Rng) -> Vec<PartyMaterial> {
         })
         .collect();
     let mut streams: Vec<CapeRng> = out.iter().map(|m| CapeRng::from_seed(m.seed)).collect();
-    // The masks of the MaskOpen ops, by the register their shares go to (for MatVec's W).
-    let mut masks: std::collections::HashMap<usize, Vec<u128>> = Default::default();
     for op in &prog.ops {
         let ms: Vec<OpMaterial> =
-            streams.iter_mut().enumerate().map(|(p, r)| seeded(op, prog, p == last, r)).collect();
-        let lens = field_lens(op, prog);
+            streams.iter_mut().enumerate().map(|(p, r)| seeded(op, prog, p, r)).collect();
+        let lens = field_lens(op, prog, last);
         let sum = |i: usize| seeded_sum(&ms, i, lens[i]);
         // the true values of the derived fields, in field order (None for uniform fields)
         let truth: Vec<Option<Vec<u128>>> = match op {
@@ -374,31 +368,26 @@ pub fn deal_program(prog: &Program, rng: &mut impl Rng) -> Vec<PartyMaterial> {
                 let (a, b) = (sum(0), sum(1));
                 vec![None, None, Some(a.iter().zip(&b).map(|(x, y)| x.wrapping_mul(*y)).collect())]
             }
-            Op::MulGather { idx, .. } => {
-                let (a, b) = (sum(0), sum(1));
-                let c = idx.iter().zip(&b).map(|(&i, y)| a[i as usize].wrapping_mul(*y)).collect();
-                vec![None, None, Some(c)]
-            }
-            Op::MaskOpen { a, group, .. } => {
-                let xa = sum(0);
-                let sq = xa
-                    .chunks(*group)
-                    .map(|c| c.iter().fold(0u128, |s, x| s.wrapping_add(x.wrapping_mul(*x))))
-                    .collect();
-                masks.insert(*a, xa);
-                vec![None, Some(sq)]
-            }
-            Op::MatVec { a, .. } => {
-                let xa = masks.get(a).expect("a MatVec after its MaskOpen");
-                let xb = sum(0);
-                let cols = lens[1];
-                let mut w = vec![0u128; cols];
-                for (row, &b) in xa.chunks(cols).zip(&xb) {
-                    for (s, x) in w.iter_mut().zip(row) {
-                        *s = s.wrapping_add(x.wrapping_mul(b));
+            Op::OwnedMatVec { w, groups, xs, .. } => {
+                let alpha = sum(0);
+                let rows = prog.lens[*w];
+                let mut z = Vec::with_capacity(lens[2]);
+                // where each owner's next β^b starts in its seeded β
+                let mut from = vec![0usize; parties];
+                for &(owner, x) in xs {
+                    let e = prog.lens[x] / rows;
+                    let beta = &ms[owner].fields()[1][from[owner]..from[owner] + rows * e];
+                    from[owner] += rows * e;
+                    let mut y = vec![0u128; groups * e];
+                    for (i, br) in beta.chunks_exact(e.max(1)).take(rows).enumerate() {
+                        let k = i % groups;
+                        for (yk, b) in y[k * e..(k + 1) * e].iter_mut().zip(br) {
+                            *yk = yk.wrapping_add(alpha[i].wrapping_mul(*b));
+                        }
                     }
+                    z.extend(y);
                 }
-                vec![None, Some(w)]
+                vec![None, None, Some(z)]
             }
             Op::Trunc { .. } => {
                 let r: Vec<u128> = (0..lens[0]).map(|_| below_mask(rng)).collect();

@@ -33,16 +33,27 @@ pub(crate) struct Machine {
     pub leader: bool,
     /// The plaintext simulation: registers hold values, not shares.
     pub solo: bool,
+    /// This party's index (0 in the simulation, which owns every private input).
+    pub index: usize,
+    /// Every register's length (a private input's too, which only its owner holds).
+    lens: Vec<usize>,
 }
 
 impl Machine {
-    pub fn new(prog: &Program, leader: bool) -> Self {
-        Self { regs: vec![Vec::new(); prog.lens.len()], leader, solo: false }
+    pub fn new(prog: &Program, index: usize) -> Self {
+        let regs = vec![Vec::new(); prog.lens.len()];
+        Self { regs, leader: index == 0, solo: false, index, lens: prog.lens.clone() }
     }
 
     /// The plaintext simulation's machine ([`crate::mpc::fixed`]).
     pub fn solo(prog: &Program) -> Self {
-        Self { regs: vec![Vec::new(); prog.lens.len()], leader: true, solo: true }
+        let regs = vec![Vec::new(); prog.lens.len()];
+        Self { regs, leader: true, solo: true, index: 0, lens: prog.lens.clone() }
+    }
+
+    /// Whether this machine holds `owner`'s private inputs.
+    fn owns(&self, owner: usize) -> bool {
+        self.solo || self.index == owner
     }
 
     fn lead(&self, v: u128) -> u128 {
@@ -140,12 +151,11 @@ impl Machine {
                 (*dst, r[*src].iter().zip(z).map(|(x, z)| x.wrapping_add(z as u128)).collect())
             }
             Op::Input { .. }
+            | Op::Private { .. }
             | Op::Mul { .. }
             | Op::And { .. }
             | Op::B2A { .. }
-            | Op::MulGather { .. }
-            | Op::MaskOpen { .. }
-            | Op::MatVec { .. }
+            | Op::OwnedMatVec { .. }
             | Op::Trunc { .. }
             | Op::CmpOpen { .. }
             | Op::Open { .. } => {
@@ -160,7 +170,7 @@ impl Machine {
     pub fn prepare(&self, op: &Op, mat: &OpMaterial) -> Vec<u128> {
         let r = &self.regs;
         match (op, mat) {
-            (Op::Mul { a, b, .. } | Op::MulGather { a, b, .. }, m) => {
+            (Op::Mul { a, b, .. }, m) => {
                 let (ta, tb) = match m {
                     OpMaterial::Triples { a, b, .. } => (&a[..], &b[..]),
                     _ => (&[][..], &[][..]),
@@ -185,19 +195,19 @@ impl Machine {
                 };
                 pack(r[*src].iter().enumerate().map(|(i, x)| x ^ at(rho, i)))
             }
-            (Op::MaskOpen { src, .. }, m) => {
-                let ma = match m {
-                    OpMaterial::Mask { a, .. } => &a[..],
-                    _ => &[][..],
+            (Op::OwnedMatVec { w, xs, .. }, m) => {
+                let (alpha, beta) = match m {
+                    OpMaterial::Owned { alpha, beta, .. } => (&alpha[..], &beta[..]),
+                    _ => (&[][..], &[][..]),
                 };
-                r[*src].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(ma, i))).collect()
-            }
-            (Op::MatVec { f, .. }, m) => {
-                let mb = match m {
-                    OpMaterial::MatVec { b, .. } => &b[..],
-                    _ => &[][..],
-                };
-                r[*f].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(mb, i))).collect()
+                let mut out: Vec<u128> =
+                    r[*w].iter().enumerate().map(|(i, x)| x.wrapping_sub(at(alpha, i))).collect();
+                // then Δ = x − β for each matrix this party owns (in the simulation: none needed)
+                if !self.solo {
+                    let own = xs.iter().filter(|(o, _)| *o == self.index).flat_map(|(_, x)| &r[*x]);
+                    out.extend(own.enumerate().map(|(i, x)| x.wrapping_sub(at(beta, i))));
+                }
+                out
             }
             (Op::Trunc { src, .. }, m) => self.masked(*src, TRUNC_BITS, mask(m)),
             (Op::CmpOpen { src, bits, .. }, m) => {
@@ -224,9 +234,17 @@ impl Machine {
             .collect()
     }
 
-    /// Completes interactive `op` from the opened sum of all parties' broadcasts. Returns the
-    /// program's output for [`Op::Open`].
-    pub fn finish(&mut self, op: &Op, mat: &OpMaterial, opened: &[u128]) -> Option<Vec<u128>> {
+    /// Completes interactive `op` from the opened sum of all parties' broadcasts and, for
+    /// [`Op::OwnedMatVec`], each party's masked private matrices (`owned[p]`: what party p sent
+    /// after its broadcast share; empty in the simulation). Returns the program's output for
+    /// [`Op::Open`].
+    pub fn finish(
+        &mut self,
+        op: &Op,
+        mat: &OpMaterial,
+        opened: &[u128],
+        owned: &[&[u128]],
+    ) -> Option<Vec<u128>> {
         match op {
             Op::Mul { dst, a, .. } => {
                 let n = self.regs[*a].len();
@@ -281,64 +299,44 @@ impl Machine {
                 self.regs[*dst] = v;
                 None
             }
-            Op::MulGather { dst, a, idx, .. } => {
-                let (d, e) = opened.split_at(self.regs[*a].len());
-                let (ta, tb, tc) = match mat {
-                    OpMaterial::Triples { a, b, c } => (&a[..], &b[..], &c[..]),
-                    _ => (&[][..], &[][..], &[][..]),
+            Op::OwnedMatVec { dst, w, groups, xs } => {
+                let (alpha, z) = match mat {
+                    OpMaterial::Owned { alpha, z, .. } => (&alpha[..], &z[..]),
+                    _ => (&[][..], &[][..]),
                 };
-                let v = idx
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &x)| {
-                        let x = x as usize;
-                        at(tc, i)
-                            .wrapping_add(d[x].wrapping_mul(at(tb, i)))
-                            .wrapping_add(e[i].wrapping_mul(at(ta, x)))
-                            .wrapping_add(self.lead(d[x].wrapping_mul(e[i])))
-                    })
-                    .collect();
-                self.regs[*dst] = v;
-                None
-            }
-            Op::MaskOpen { e, a, sq, group, .. } => {
-                let (ma, ms) = match mat {
-                    OpMaterial::Mask { a, sq } => (a.clone(), &sq[..]),
-                    _ => (vec![0u128; opened.len()], &[][..]),
-                };
-                let v = opened
-                    .chunks(*group)
-                    .zip(ma.chunks(*group))
-                    .enumerate()
-                    .map(|(n, (en, an))| {
-                        let (mut ee, mut ea) = (0u128, 0u128);
-                        for (x, y) in en.iter().zip(an) {
-                            ee = ee.wrapping_add(x.wrapping_mul(*x));
-                            ea = ea.wrapping_add(x.wrapping_mul(*y));
+                let rows = self.regs[*w].len();
+                let mut v = Vec::new();
+                // where each owner's next Δ block starts in what it sent
+                let mut from = vec![0usize; owned.len()];
+                for &(owner, x) in xs {
+                    let e = self.lens[x] / rows;
+                    if e == 0 {
+                        continue;
+                    }
+                    let start = v.len();
+                    v.extend((0..groups * e).map(|i| at(z, start + i)));
+                    let y = &mut v[start..];
+                    // α·Δ: this party's share of α against the owner's public Δ
+                    if let Some(d) = owned.get(owner) {
+                        let d = &d[from[owner]..];
+                        from[owner] += rows * e;
+                        for (i, dr) in d.chunks_exact(e).take(rows).enumerate() {
+                            let (k, a) = (i % groups, at(alpha, i));
+                            for (yk, dj) in y[k * e..(k + 1) * e].iter_mut().zip(dr) {
+                                *yk = yk.wrapping_add(a.wrapping_mul(*dj));
+                            }
                         }
-                        self.lead(ee).wrapping_add(ea.wrapping_mul(2)).wrapping_add(at(ms, n))
-                    })
-                    .collect();
-                self.regs[*sq] = v;
-                self.regs[*e] = opened.to_vec();
-                self.regs[*a] = ma;
-                None
-            }
-            Op::MatVec { dst, f, e, a } => {
-                let mw = match mat {
-                    OpMaterial::MatVec { w, .. } => &w[..],
-                    _ => &[][..],
-                };
-                let n = opened.len();
-                let cols = self.regs[*e].len() / n;
-                let mut v: Vec<u128> = (0..cols).map(|j| at(mw, j)).collect();
-                let (fs, es, as_) = (&self.regs[*f], &self.regs[*e], &self.regs[*a]);
-                for (row, ((&fi, &di), (er, ar))) in
-                    fs.iter().zip(opened).zip(es.chunks(cols).zip(as_.chunks(cols))).enumerate()
-                {
-                    debug_assert!(row < n);
-                    for ((s, &x), &y) in v.iter_mut().zip(er).zip(ar) {
-                        *s = s.wrapping_add(fi.wrapping_mul(x)).wrapping_add(di.wrapping_mul(y));
+                    }
+                    // W·x: the owner's local term
+                    if self.owns(owner) {
+                        for (i, (wi, xr)) in
+                            opened.iter().zip(self.regs[x].chunks_exact(e)).enumerate()
+                        {
+                            let k = i % groups;
+                            for (yk, xj) in y[k * e..(k + 1) * e].iter_mut().zip(xr) {
+                                *yk = yk.wrapping_add(wi.wrapping_mul(*xj));
+                            }
+                        }
                     }
                 }
                 self.regs[*dst] = v;

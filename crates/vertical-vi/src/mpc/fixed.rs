@@ -45,7 +45,7 @@ pub fn run_fixed(
             }
         }
         match op {
-            Op::Input { dst, owner, len } => {
+            Op::Input { dst, owner, len } | Op::Private { dst, owner, len } => {
                 let v = own[*owner].next().ok_or_else(|| MpcError::BadInput {
                     what: format!("party {owner} has too few inputs"),
                 })?;
@@ -58,7 +58,7 @@ pub fn run_fixed(
             }
             op if op.interactive() => {
                 let opened = machine.prepare(op, &none);
-                if let Some(out) = machine.finish(op, &none, &opened) {
+                if let Some(out) = machine.finish(op, &none, &opened, &[]) {
                     return Ok(out);
                 }
             }

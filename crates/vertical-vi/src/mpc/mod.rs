@@ -7,30 +7,35 @@ noisy clipped batch sum G̃ opened (spec D11, D12).
 - [`program`]: the circuit as a straight-line program, and the fixed-point numerics built from it
   (products with truncation, Newton–Raphson reciprocal and inverse square root, comparison).
 - [`circuit`]: the DPVI gradient circuit itself, and the two ways to run it.
-- [`dealer`]: the trusted dealer's correlated randomness (Beaver triples, truncation pairs,
-  comparison masks).
+- [`dealer`]: the trusted dealer's correlated randomness (Beaver triples, boolean triples,
+  truncation pairs, comparison masks, the masks of a private matrix product).
+- [`bits`]: XOR-shared bits and their packing.
 - [`party`]: one party as a sans-IO round state machine; [`run`]: all parties in one process.
 - [`fixed`]: the plaintext fixed-point simulation (the paper's main mode) of the same program.
 - [`noise`]: the exact discrete Gaussian.
 
 Cost (measured on CPS1988, release, in process, P = 2, K = 20, B = 100, D = 799, `cargo run
---release -p capelab-vertical-vi --example vvi_mpc_step`): 54 rounds, 6.7 MB of openings
-per party, dealer material 32 bytes (a seed) to party 0 and 3.8 MB to party 1, about 0.05 s per
-step without noise (before: 102 rounds, 21 MB of openings and 33 MB of dealer material per
-party, 0.25 s on the same machine). What made the difference:
+--release -p capelab-vertical-vi --example vvi_mpc_step`): 56 rounds; party 0 (demographics,
+e = 36) sends 1.8 MB and party 1 (financial, e = 3) 0.76 MB; the dealer sends party 0 a 32-byte
+seed and party 1 0.37 MB; 29 ms per step without noise. (Stop 23's circuit: 54 rounds, 6.7 MB of
+openings per party and 3.8 MB of dealer material; the first one: 102 rounds, 21 MB and 33 MB per
+party, 0.25 s.) What made the difference:
 - with two parties, truncation is local ([`program::Op::TruncLocal`], SecureML), no round;
-- r_nk·dlog_nkj opens r_nk once per (n, k) ([`program::Op::MulGather`], a broadcast triple);
-- the per-example vector g is opened once, masked by a dealer A ([`program::Op::MaskOpen`]):
-  ‖g_n‖² and Σ_n f_n g_n (a matrix–vector Beaver product, [`program::Op::MatVec`], which opens
-  only the B factors) both come from E = g − A, instead of two B×D products;
-- the clip's comparisons: [u ≥ 1] reads u at 20 fractional bits (44 bits instead of 56), and
-  the 10 that only pick the inverse square root's start read u at 2 (26 bits), all in the same
-  rounds ([`program::Builder::geq_zero_mixed`]);
+- g_n is never formed: the clip needs only ‖g_n‖², which is Σ GY² + Σ_k r_nk²·ℓ_nk with
+  ℓ^p_nk = Σ_j (dlog^p_nkj)² a party's own (shared) input, and the clipped GR blocks are
+  Σ_n (f_n r_nk)·dlog^p_nkj, a product of a shared B×K matrix with a matrix only party p holds
+  ([`program::Op::OwnedMatVec`]): each dlog^p travels once, masked, from its owner, and the
+  other parties send B·K values, not B·D;
+- the clip's comparisons: [u ≥ 1] reads u at 20 fractional bits (44 bits instead of 56), the 10
+  that only pick the inverse square root's start read u at 2 (26 bits), all in the same rounds
+  ([`program::Builder::geq_zero_mixed`]), and their suffix products are ANDs of XOR-shared bits
+  sent packed 128 to a word ([`bits`]) instead of 128-bit ring products of 0/1 values;
 - seeded dealer material ([`dealer`]): uniform shares expanded from a per-party ChaCha20 seed,
   only derived values sent, to one party; and inputs shared the same way (round 0 sends a seed,
   [`party`]).
 
-The comparisons remain most of the traffic.
+The reciprocal's and inverse square root's Newton–Raphson iterations are now most of the rounds
+(26 and 15), and party 0's masked dlog (72 000 values) most of the bytes.
 */
 
 pub mod bits;

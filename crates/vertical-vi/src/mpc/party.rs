@@ -7,7 +7,8 @@
 //! every later round is one interactive op of the [`Program`], in which each party broadcasts its
 //! share of a masked value (Beaver d = x − a and e = y − b, a truncation or comparison opening
 //! x + 2^l + r; for the comparison's bits, XOR shares of d = x ⊕ a, e = y ⊕ b packed 128 to a
-//! word) and finally of G̃. Nothing per-example is ever opened unmasked (spec D12).
+//! word; for [`Op::OwnedMatVec`] also, from each owner, its private matrix masked by the dealer's
+//! β) and finally of G̃. Nothing per-example is ever opened unmasked (spec D12).
 
 use std::sync::Arc;
 
@@ -81,7 +82,7 @@ pub struct MpcParty {
 
 impl MpcParty {
     /// Party `index` with its dealt `material` and its own `inputs`, one vector per
-    /// [`Op::Input`] it owns, in program order. `rng` draws its input shares and noise.
+    /// [`Op::Input`] or [`Op::Private`] it owns, in program order. `rng` draws its input shares and noise.
     pub fn new(
         index: usize,
         prog: Arc<Program>,
@@ -101,14 +102,7 @@ impl MpcParty {
             });
         }
         let material = material.expand(&prog)?;
-        let want: Vec<usize> = prog
-            .ops
-            .iter()
-            .filter_map(|o| match o {
-                Op::Input { owner, len, .. } if *owner == index => Some(*len),
-                _ => None,
-            })
-            .collect();
+        let want = prog.input_lens(index);
         let got: Vec<usize> = inputs.iter().map(Vec::len).collect();
         if want != got {
             return Err(MpcError::BadInput {
@@ -117,7 +111,7 @@ impl MpcParty {
                 ),
             });
         }
-        let machine = Machine::new(&prog, index == 0);
+        let machine = Machine::new(&prog, index);
         Ok(Self {
             index,
             prog,
@@ -157,6 +151,11 @@ impl MpcParty {
         let mut streams: Vec<CapeRng> = seeds.iter().map(|s| CapeRng::from_seed(*s)).collect();
         let mut mine = self.inputs.drain(..);
         for op in &self.prog.ops {
+            if let Op::Private { dst, owner, .. } = op
+                && *owner == self.index
+            {
+                self.machine.regs[*dst] = mine.next().expect("checked in new");
+            }
             if let Op::Input { dst, owner, .. } = op
                 && *owner == self.index
             {
@@ -194,9 +193,9 @@ impl MpcParty {
             .collect()
     }
 
-    /// Values per message this round: a seed (two ring values) in round 0.
-    fn expected_len(&self) -> usize {
-        if self.round == 0 { 2 } else { self.prog.opened_len(&self.prog.ops[self.pc]) }
+    /// Values per message from `from` this round: a seed (two ring values) in round 0.
+    fn expected_len(&self, from: usize) -> usize {
+        if self.round == 0 { 2 } else { self.prog.sent_len(&self.prog.ops[self.pc], from) }
     }
 
     /// Checks a round's messages: one from every other party, addressed here, for this round,
@@ -214,7 +213,7 @@ impl MpcParty {
             if m.round != self.round {
                 return Err(MpcError::WrongRound { expected: self.round, got: m.round });
             }
-            let want = self.expected_len();
+            let want = self.expected_len(m.from);
             if m.values.len() != want {
                 return Err(MpcError::WrongLength {
                     from: m.from,
@@ -255,15 +254,20 @@ impl MpcParty {
                 }
             }
         } else {
-            let mut opened = std::mem::take(&mut self.own);
+            let own = std::mem::take(&mut self.own);
             let op = &self.prog.ops[self.pc];
+            let n = self.prog.opened_len(op);
+            let mut opened = own[..n].to_vec();
             let xor = Program::opens_bits(op);
             for m in by.iter().flatten() {
-                for (o, v) in opened.iter_mut().zip(&m.values) {
+                for (o, v) in opened.iter_mut().zip(&m.values[..n]) {
                     *o = if xor { *o ^ v } else { o.wrapping_add(*v) };
                 }
             }
-            let out = self.machine.finish(op, &self.material[self.pc], &opened);
+            // what each party sent after its broadcast share (its masked private matrices)
+            let owned: Vec<&[u128]> =
+                by.iter().map(|m| m.as_ref().map_or(&own[n..], |m| &m.values[n..])).collect();
+            let out = self.machine.finish(op, &self.material[self.pc], &opened, &owned);
             self.material[self.pc] = OpMaterial::None; // used once
             self.pc += 1;
             if let Some(out) = out {
@@ -285,7 +289,7 @@ impl MpcParty {
                 let per = vec![self.own.clone(); prog.parties];
                 return Ok(Step::Send(self.addressed(per)));
             }
-            if !matches!(op, Op::Input { .. }) {
+            if !matches!(op, Op::Input { .. } | Op::Private { .. }) {
                 let rng = &mut self.rng;
                 self.machine.local(op, &mut |len, var| sample_vec(len, var, rng))?;
             }

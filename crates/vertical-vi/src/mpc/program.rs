@@ -36,6 +36,13 @@ pub enum Op {
         owner: usize,
         len: usize,
     },
+    /// `owner`'s private input of length `len`, *not* shared: the owner holds it in the clear,
+    /// the other parties' register stays empty. Only [`Op::OwnedMatVec`] reads it.
+    Private {
+        dst: Reg,
+        owner: usize,
+        len: usize,
+    },
     /// A public constant vector (party 0 holds it, the others hold 0).
     Const {
         dst: Reg,
@@ -98,37 +105,19 @@ pub enum Op {
         a: Reg,
         b: Reg,
     },
-    /// Interactive: dst_i = a_{idx_i} · b_i (ring product, len(dst) = len(b)) by a *broadcast*
-    /// Beaver triple (α, β, c_i = α_{idx_i}·β_i): opens d = a − α (len(a) values, not len(b))
-    /// and e = b − β. For r_nk·dlog_nkj, where r_nk is repeated over j, this opens r once.
-    MulGather {
+    /// Interactive: products of a shared matrix w (rows × `groups`) with matrices private to
+    /// their owners ([`Op::Private`]): dst = [y^1, y^2, …] with y^b_{kj} = Σ_n w_{nk}·x^b_{nkj}
+    /// (x^b laid out (n, k, j), rows × groups × e_b; ring products, not truncated). Every party
+    /// broadcasts its share of W = w − α (α dealt, shared) and each owner sends Δ^b = x^b − β^b
+    /// (β^b dealt to the owner alone), so the traffic is len(w) per party plus each private
+    /// matrix once, from its owner; then y^b = W·x^b (the owner's local term) + α·Δ^b + αβ^b
+    /// (dealt shares). W and Δ^b are uniform: nothing of w or x^b is revealed.
+    OwnedMatVec {
         dst: Reg,
-        a: Reg,
-        b: Reg,
-        idx: Vec<u32>,
-    },
-    /// Interactive: opens E = src − A once, with a dealer mask A uniform in Z_2^128 (so E is
-    /// uniform and independent of src), and keeps E as a **public** register `e` (every party
-    /// holds all of E, not a share), the party's share of A in `a`, and in `sq`, per group of
-    /// `group` consecutive elements, shares of Σ_j src_j² = Σ_j (E_j² + 2E_j·A_j) + Σ_j A_j²
-    /// (ring products, not truncated; the dealer deals the group sums of A² as shares). A later
-    /// [`Op::MatVec`] reuses the same opening for the products of src by another shared value.
-    MaskOpen {
-        e: Reg,
-        a: Reg,
-        sq: Reg,
-        src: Reg,
-        group: usize,
-    },
-    /// Interactive: dst_j = Σ_n f_n·src_nj (ring products, not truncated) where src = E + A was
-    /// masked by [`Op::MaskOpen`] (`e` public, `a` shares) and f has one value per row n: a
-    /// matrix–vector Beaver product opening only δ = f − b (len(f) values), with the dealer's
-    /// shares of b and of W = Aᵀb: Σ_n f_n src_nj = Σ_n f_n E_nj + Σ_n δ_n A_nj + W_j.
-    MatVec {
-        dst: Reg,
-        f: Reg,
-        e: Reg,
-        a: Reg,
+        w: Reg,
+        groups: usize,
+        /// (owner, register of its private matrix), in output order.
+        xs: Vec<(usize, Reg)>,
     },
     /// Local, two parties only: dst ≈ src / 2^f by the SecureML local truncation (Mohassel and
     /// Zhang 2017): party 0 shifts its share, party 1 negates, shifts and negates back. No round,
@@ -202,9 +191,7 @@ impl Op {
             Op::Mul { .. }
                 | Op::And { .. }
                 | Op::B2A { .. }
-                | Op::MulGather { .. }
-                | Op::MaskOpen { .. }
-                | Op::MatVec { .. }
+                | Op::OwnedMatVec { .. }
                 | Op::Trunc { .. }
                 | Op::CmpOpen { .. }
                 | Op::Open { .. }
@@ -238,23 +225,47 @@ impl Program {
             Op::Mul { a, .. } => 2 * self.lens[*a],
             Op::And { a, .. } => words(2 * self.lens[*a]),
             Op::B2A { src, .. } => words(self.lens[*src]),
-            Op::MulGather { a, b, .. } => self.lens[*a] + self.lens[*b],
-            Op::MaskOpen { src, .. } => self.lens[*src],
-            Op::MatVec { f, .. } => self.lens[*f],
+            Op::OwnedMatVec { w, .. } => self.lens[*w],
             Op::Trunc { src, .. } | Op::CmpOpen { src, .. } | Op::Open { src } => self.lens[*src],
             _ => 0,
         }
     }
 
-    /// The total input length of `owner`.
-    pub fn input_len(&self, owner: usize) -> usize {
+    /// How many words party `from` sends each other party in the round of interactive `op`:
+    /// the broadcast share ([`Program::opened_len`]) and, for [`Op::OwnedMatVec`], its own
+    /// masked private matrices after it.
+    pub fn sent_len(&self, op: &Op, from: usize) -> usize {
+        self.opened_len(op) + self.owned_len(op, from)
+    }
+
+    /// The length of `from`'s private matrices in an [`Op::OwnedMatVec`] (0 for other ops).
+    pub fn owned_len(&self, op: &Op, from: usize) -> usize {
+        match op {
+            Op::OwnedMatVec { xs, .. } => {
+                xs.iter().filter(|(o, _)| *o == from).map(|(_, x)| self.lens[*x]).sum()
+            }
+            _ => 0,
+        }
+    }
+
+    /// The lengths of `owner`'s inputs ([`Op::Input`] and [`Op::Private`]), in program order.
+    pub fn input_lens(&self, owner: usize) -> Vec<usize> {
         self.ops
             .iter()
-            .map(|o| match o {
-                Op::Input { owner: w, len, .. } if *w == owner => *len,
-                _ => 0,
+            .filter_map(|o| match o {
+                Op::Input { owner: w, len, .. } | Op::Private { owner: w, len, .. }
+                    if *w == owner =>
+                {
+                    Some(*len)
+                }
+                _ => None,
             })
-            .sum()
+            .collect()
+    }
+
+    /// The total input length of `owner`.
+    pub fn input_len(&self, owner: usize) -> usize {
+        self.input_lens(owner).iter().sum()
     }
 }
 
@@ -291,6 +302,12 @@ impl Builder {
     pub fn input(&mut self, owner: usize, len: usize) -> Reg {
         let dst = self.reg(len);
         self.prog.ops.push(Op::Input { dst, owner, len });
+        dst
+    }
+
+    pub fn private(&mut self, owner: usize, len: usize) -> Reg {
+        let dst = self.reg(len);
+        self.prog.ops.push(Op::Private { dst, owner, len });
         dst
     }
 
@@ -375,33 +392,27 @@ impl Builder {
         dst
     }
 
-    /// dst_i = a_{idx_i}·b_i (one round), see [`Op::MulGather`].
-    pub fn mul_gather(&mut self, a: Reg, b: Reg, idx: Vec<u32>) -> Reg {
-        assert_eq!(self.len(b), idx.len());
-        debug_assert!(idx.iter().all(|&i| (i as usize) < self.len(a)));
-        let dst = self.reg(idx.len());
-        self.prog.ops.push(Op::MulGather { dst, a, b, idx });
-        dst
-    }
-
-    /// Opens src − A once (one round), see [`Op::MaskOpen`]: returns (E public, shares of A,
-    /// shares of the per-group sums of src², untruncated).
-    pub fn mask_open(&mut self, src: Reg, group: usize) -> (Reg, Reg, Reg) {
-        assert_eq!(self.len(src) % group, 0);
-        let n = self.len(src);
-        let (e, a, sq) = (self.reg(n), self.reg(n), self.reg(n / group));
-        self.prog.ops.push(Op::MaskOpen { e, a, sq, src, group });
-        (e, a, sq)
-    }
-
-    /// Σ_n f_n·src_n (one round of len(f) values), with src masked by [`Builder::mask_open`];
-    /// untruncated. See [`Op::MatVec`].
-    pub fn mat_vec(&mut self, f: Reg, e: Reg, a: Reg) -> Reg {
-        assert_eq!(self.len(e), self.len(a));
-        assert_eq!(self.len(e) % self.len(f), 0);
-        let dst = self.reg(self.len(e) / self.len(f));
-        self.prog.ops.push(Op::MatVec { dst, f, e, a });
-        dst
+    /// Products of shared w with private matrices (one round), see [`Op::OwnedMatVec`];
+    /// untruncated. Returns one register per private matrix, in the order of `xs`.
+    pub fn owned_mat_vec(&mut self, w: Reg, groups: usize, xs: &[(usize, Reg)]) -> Vec<Reg> {
+        let rows = self.len(w);
+        assert_eq!(rows % groups, 0);
+        let widths: Vec<usize> = xs
+            .iter()
+            .map(|&(_, x)| {
+                assert_eq!(self.len(x) % rows, 0);
+                self.len(x) / rows
+            })
+            .collect();
+        let dst = self.reg(widths.iter().map(|e| groups * e).sum());
+        self.prog.ops.push(Op::OwnedMatVec { dst, w, groups, xs: xs.to_vec() });
+        let mut out = Vec::with_capacity(widths.len());
+        let mut at = 0;
+        for e in widths {
+            out.push(self.slice(dst, at, groups * e));
+            at += groups * e;
+        }
+        out
     }
 
     /// Truncation by 2^f, see [`Op::Trunc`] (one round) and, with two parties,
