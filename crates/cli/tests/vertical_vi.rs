@@ -76,7 +76,8 @@ fn synthetic_mpc_reports_nll_privacy_cost_and_writes_the_twin() {
     assert!(step["rounds"].as_u64().unwrap() > 50, "{step}");
     let bytes = step["mean_bytes_sent"].as_array().unwrap();
     assert_eq!(bytes.len(), 2);
-    assert!(bytes.iter().all(|b| b.as_f64().unwrap() > 1e5), "{step}");
+    // about 1e5 bytes per party at this size (B ≈ 28, K = 3): the rounds' openings, not a stub
+    assert!(bytes.iter().all(|b| b.as_f64().unwrap() > 5e4), "{step}");
     assert!(num(step, "mean_seconds") > 0.0);
     let privacy = v["privacy"].as_array().unwrap();
     assert_eq!(privacy[0]["viewer"], "outside analyst");
