@@ -24,10 +24,37 @@ pub fn unpack(words: &[u128], n: usize) -> Vec<u128> {
     (0..n).map(|i| (words[i / 128] >> (i % 128)) & 1).collect()
 }
 
+/// A serde visitor for a field sent as one byte string: what it expects, and how to decode it
+/// (`None`: the wrong length). Shared by the dealer's ring and bit fields.
+pub(crate) struct ByteField<F>(pub &'static str, pub F);
+
+impl<'de, F: FnOnce(&[u8]) -> Option<Vec<u128>>> serde::de::Visitor<'de> for ByteField<F> {
+    type Value = Vec<u128>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+
+    fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<Vec<u128>, E> {
+        let (what, decode) = (self.0, self.1);
+        decode(b).ok_or_else(|| E::invalid_length(b.len(), &what))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u128>, A::Error> {
+        let mut b = Vec::new();
+        while let Some(x) = seq.next_element::<u8>()? {
+            b.push(x);
+        }
+        self.visit_bytes(&b)
+    }
+}
+
 /// Serde for a boolean field of dealer material: the bit count (u32, little-endian), then the
 /// bits packed 8 to a byte.
 pub(crate) mod bit_vec {
-    use serde::{Deserializer, Serializer, de};
+    use serde::{Deserializer, Serializer};
+
+    use super::ByteField;
 
     pub fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
         let n = u32::try_from(v.len()).map_err(serde::ser::Error::custom)?;
@@ -39,37 +66,14 @@ pub(crate) mod bit_vec {
         s.serialize_bytes(&bytes)
     }
 
-    struct Bits;
-
-    impl<'de> de::Visitor<'de> for Bits {
-        type Value = Vec<u128>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a bit count and the bits packed 8 to a byte")
-        }
-
-        fn visit_bytes<E: de::Error>(self, b: &[u8]) -> Result<Vec<u128>, E> {
-            let n = b
-                .get(..4)
-                .map(|h| u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize)
-                .ok_or_else(|| E::invalid_length(b.len(), &self))?;
-            if b.len() != 4 + n.div_ceil(8) {
-                return Err(E::invalid_length(b.len(), &self));
-            }
-            Ok((0..n).map(|i| u128::from((b[4 + i / 8] >> (i % 8)) & 1)).collect())
-        }
-
-        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u128>, A::Error> {
-            let mut b = Vec::new();
-            while let Some(x) = seq.next_element::<u8>()? {
-                b.push(x);
-            }
-            self.visit_bytes(&b)
-        }
+    fn bits(b: &[u8]) -> Option<Vec<u128>> {
+        let n = u32::from_le_bytes(b.get(..4)?.try_into().expect("4 bytes")) as usize;
+        (b.len() == 4 + n.div_ceil(8))
+            .then(|| (0..n).map(|i| u128::from((b[4 + i / 8] >> (i % 8)) & 1)).collect())
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
-        d.deserialize_bytes(Bits)
+        d.deserialize_bytes(ByteField("a bit count and the bits packed 8 to a byte", bits))
     }
 }
 

@@ -98,42 +98,25 @@ pub enum OpMaterial {
 /// Ring values on the wire as one byte string of 16-byte little-endian words (a varint would
 /// spend about 19 bytes on each uniformly random value).
 mod ring_vec {
-    use serde::{Deserializer, Serializer, de};
+    use serde::{Deserializer, Serializer};
+
+    use crate::mpc::bits::ByteField;
 
     pub fn serialize<S: Serializer>(v: &[u128], s: S) -> Result<S::Ok, S::Error> {
         let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
         s.serialize_bytes(&bytes)
     }
 
-    struct Words;
-
-    impl<'de> de::Visitor<'de> for Words {
-        type Value = Vec<u128>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("ring values as 16-byte little-endian words")
-        }
-
-        fn visit_bytes<E: de::Error>(self, b: &[u8]) -> Result<Vec<u128>, E> {
-            if !b.len().is_multiple_of(16) {
-                return Err(E::invalid_length(b.len(), &self));
-            }
-            Ok(b.chunks_exact(16)
+    fn words(b: &[u8]) -> Option<Vec<u128>> {
+        b.len().is_multiple_of(16).then(|| {
+            b.chunks_exact(16)
                 .map(|c| u128::from_le_bytes(c.try_into().expect("16 bytes")))
-                .collect())
-        }
-
-        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u128>, A::Error> {
-            let mut b = Vec::new();
-            while let Some(x) = seq.next_element::<u8>()? {
-                b.push(x);
-            }
-            self.visit_bytes(&b)
-        }
+                .collect()
+        })
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u128>, D::Error> {
-        d.deserialize_bytes(Words)
+        d.deserialize_bytes(ByteField("ring values as 16-byte little-endian words", words))
     }
 }
 
