@@ -273,30 +273,19 @@ fn derived_lens(op: &Op, prog: &Program, party: usize) -> Vec<usize> {
 fn seeded(op: &Op, prog: &Program, party: usize, rng: &mut impl Rng) -> OpMaterial {
     let last = party + 1 == prog.parties;
     let lens = field_lens(op, prog, party);
-    let bits = empty_material(op).bit_fields();
-    let mut f: Vec<Vec<u128>> = lens
-        .iter()
-        .zip(uniform_fields(op))
-        .zip(bits)
-        .map(|((&n, &u), &b)| match (u || !last, b) {
-            (false, _) => Vec::new(),
-            (true, false) => draw(n, rng),
-            (true, true) => draw_bits(n, rng),
-        })
-        .collect();
-    let mut take = || f.remove(0);
-    match op {
-        Op::And { .. } => OpMaterial::BoolTriples { a: take(), b: take(), c: take() },
-        Op::B2A { .. } => OpMaterial::BitPair { bit: take(), share: take() },
-        Op::Mul { .. } => OpMaterial::Triples { a: take(), b: take(), c: take() },
-        Op::OwnedMatVec { .. } => OpMaterial::Owned { alpha: take(), beta: take(), z: take() },
-        Op::Trunc { .. } => OpMaterial::Trunc { r: take(), r_hi: take() },
-        Op::CmpOpen { .. } => OpMaterial::Cmp { r: take(), r_hi: take(), bits: take() },
-        _ => OpMaterial::None,
+    let mut m = empty_material(op);
+    let bits = m.bit_fields();
+    for ((field, (&n, &u)), &b) in
+        m.fields_mut().into_iter().zip(lens.iter().zip(uniform_fields(op))).zip(bits)
+    {
+        if u || !last {
+            *field = if b { draw_bits(n, rng) } else { draw(n, rng) };
+        }
     }
+    m
 }
 
-/// The material variant of `op` with empty fields (for its field kinds).
+/// The material variant of `op` with empty fields, for [`seeded`] to fill.
 fn empty_material(op: &Op) -> OpMaterial {
     let e = Vec::new;
     match op {
@@ -304,6 +293,7 @@ fn empty_material(op: &Op) -> OpMaterial {
         Op::OwnedMatVec { .. } => OpMaterial::Owned { alpha: e(), beta: e(), z: e() },
         Op::And { .. } => OpMaterial::BoolTriples { a: e(), b: e(), c: e() },
         Op::B2A { .. } => OpMaterial::BitPair { bit: e(), share: e() },
+        Op::Trunc { .. } => OpMaterial::Trunc { r: e(), r_hi: e() },
         Op::CmpOpen { .. } => OpMaterial::Cmp { r: e(), r_hi: e(), bits: e() },
         _ => OpMaterial::None,
     }

@@ -82,7 +82,8 @@ pub struct MpcParty {
 
 impl MpcParty {
     /// Party `index` with its dealt `material` and its own `inputs`, one vector per
-    /// [`Op::Input`] or [`Op::Private`] it owns, in program order. `rng` draws its input shares and noise.
+    /// [`Op::Input`] or [`Op::Private`] it owns, in program order. `rng` draws its input shares
+    /// and noise.
     pub fn new(
         index: usize,
         prog: Arc<Program>,
@@ -258,7 +259,7 @@ impl MpcParty {
             let op = &self.prog.ops[self.pc];
             let n = self.prog.opened_len(op);
             let mut opened = own[..n].to_vec();
-            let xor = Program::opens_bits(op);
+            let xor = op.opens_bits();
             for m in by.iter().flatten() {
                 for (o, v) in opened.iter_mut().zip(&m.values[..n]) {
                     *o = if xor { *o ^ v } else { o.wrapping_add(*v) };

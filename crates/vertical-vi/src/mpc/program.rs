@@ -184,6 +184,11 @@ pub enum Op {
 }
 
 impl Op {
+    /// Whether this op's broadcasts are combined by XOR (boolean openings) instead of addition.
+    pub fn opens_bits(&self) -> bool {
+        matches!(self, Op::And { .. } | Op::B2A { .. })
+    }
+
     /// Whether this op needs a round of communication.
     pub fn interactive(&self) -> bool {
         matches!(
@@ -212,11 +217,6 @@ impl Program {
     /// The number of communication rounds: one for the inputs plus one per interactive op.
     pub fn rounds(&self) -> usize {
         1 + self.ops.iter().filter(|o| o.interactive()).count()
-    }
-
-    /// Whether `op`'s broadcasts are combined by XOR (boolean openings) instead of addition.
-    pub fn opens_bits(op: &Op) -> bool {
-        matches!(op, Op::And { .. } | Op::B2A { .. })
     }
 
     /// How many words one party broadcasts in the round of interactive op `op`.
@@ -397,22 +397,17 @@ impl Builder {
     pub fn owned_mat_vec(&mut self, w: Reg, groups: usize, xs: &[(usize, Reg)]) -> Vec<Reg> {
         let rows = self.len(w);
         assert_eq!(rows % groups, 0);
-        let widths: Vec<usize> = xs
+        // y^b has `groups` rows of e_b = len(x^b)/rows
+        let lens: Vec<usize> = xs
             .iter()
             .map(|&(_, x)| {
                 assert_eq!(self.len(x) % rows, 0);
-                self.len(x) / rows
+                groups * (self.len(x) / rows)
             })
             .collect();
-        let dst = self.reg(widths.iter().map(|e| groups * e).sum());
+        let dst = self.reg(lens.iter().sum());
         self.prog.ops.push(Op::OwnedMatVec { dst, w, groups, xs: xs.to_vec() });
-        let mut out = Vec::with_capacity(widths.len());
-        let mut at = 0;
-        for e in widths {
-            out.push(self.slice(dst, at, groups * e));
-            at += groups * e;
-        }
-        out
+        self.split_lens(dst, &lens)
     }
 
     /// Truncation by 2^f, see [`Op::Trunc`] (one round) and, with two parties,
@@ -444,10 +439,15 @@ impl Builder {
 
     /// Splits `src` into consecutive pieces as long as `like`'s registers.
     pub fn split(&mut self, src: Reg, like: &[Reg]) -> Vec<Reg> {
+        let lens: Vec<usize> = like.iter().map(|&r| self.len(r)).collect();
+        self.split_lens(src, &lens)
+    }
+
+    /// Splits `src` into consecutive pieces of these lengths.
+    pub fn split_lens(&mut self, src: Reg, lens: &[usize]) -> Vec<Reg> {
         let mut at = 0;
-        let mut out = Vec::with_capacity(like.len());
-        for &r in like {
-            let n = self.len(r);
+        let mut out = Vec::with_capacity(lens.len());
+        for &n in lens {
             out.push(self.slice(src, at, n));
             at += n;
         }
