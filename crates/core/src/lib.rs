@@ -57,8 +57,8 @@ pub mod rng;
 pub mod secagg;
 pub mod study;
 pub mod transport;
-pub mod wire;
 
-// The accounting floor is its own crate; its paths stay where they were.
+// The wire format and the accounting floor are their own crates; their paths stay where they were.
 pub use capelab_accountant as accountant;
 pub use capelab_accountant::{gaussian, special};
+pub use capelab_wire as wire;

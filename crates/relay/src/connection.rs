@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
-use capelab_core::wire::{ClientFrame, Envelope, RelayFrame, WIRE_VERSION};
+use capelab_wire::{ClientFrame, Envelope, RelayFrame, WIRE_VERSION};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::time::{MissedTickBehavior, timeout};

@@ -6,7 +6,7 @@ A [`Refusal`] goes back to the sender of the offending frame alone, as
 variant to the wire's [`ErrorCode`], which clients branch on; the `Display` text is for people.
 */
 
-use capelab_core::wire::{ErrorCode, ParticipantId, RelayFrame, WIRE_VERSION};
+use capelab_wire::{ErrorCode, ParticipantId, RelayFrame, WIRE_VERSION};
 
 use crate::room_code::ROOM_CODE_LEN;
 

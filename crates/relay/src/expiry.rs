@@ -9,7 +9,7 @@ by the time it expires; [`Deadlines::pop_due`] hands out only entries whose time
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use capelab_core::wire::ParticipantId;
+use capelab_wire::ParticipantId;
 
 use crate::room_code::RoomCode;
 

@@ -8,7 +8,7 @@ carried through as the same string; the relay never base64-decodes it.
 */
 
 use axum::extract::ws::Utf8Bytes;
-use capelab_core::wire::{ClientFrame, RelayFrame, WIRE_VERSION};
+use capelab_wire::{ClientFrame, RelayFrame, WIRE_VERSION};
 use serde::Deserialize;
 
 use crate::error::Refusal;
@@ -59,7 +59,7 @@ pub fn relay_frame_text(frame: &RelayFrame) -> Utf8Bytes {
 
 #[cfg(test)]
 mod tests {
-    use capelab_core::wire::{Envelope, To};
+    use capelab_wire::{Envelope, To};
 
     use super::*;
 

@@ -2,7 +2,7 @@
 capelab's relay: routes envelopes between the tabs of a room and serves the web app.
 
 Each browser tab is a participant in a room. The relay speaks the JSON wire format of
-[`capelab_core::wire`]: it assigns ids, announces presence, forwards `Send` frames as
+[`capelab_wire`]: it assigns ids, announces presence, forwards `Send` frames as
 `Envelope`s with the sender's id filled in by the relay, and refuses bad frames with an `Error`
 to the sender alone. **It never decodes or logs a payload**: protocol traffic is end-to-end
 opaque base64, and routing reads only `room`, `from` and `to`.

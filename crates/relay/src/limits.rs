@@ -13,7 +13,7 @@ short, single-line strings.
 
 use std::time::Duration;
 
-use capelab_core::wire;
+use capelab_wire as wire;
 
 use crate::error::Refusal;
 

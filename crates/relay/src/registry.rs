@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use axum::extract::ws::Utf8Bytes;
-use capelab_core::wire::{ParticipantId, Peer, PresenceEvent, RelayFrame, Role, To, WIRE_VERSION};
+use capelab_wire::{ParticipantId, Peer, PresenceEvent, RelayFrame, Role, To, WIRE_VERSION};
 
 use crate::error::Refusal;
 use crate::expiry::Deadlines;

@@ -5,8 +5,8 @@ mod common;
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 
-use capelab_core::wire::{PresenceEvent, To};
 use capelab_relay::close_code;
+use capelab_wire::{PresenceEvent, To};
 use common::{Client, Ending, ExpectWelcome as _, TempDir};
 
 /// Kills the child if the test fails before it exits on its own.
@@ -70,8 +70,7 @@ async fn the_binary_prints_its_address_relays_and_stops_on_sigterm() {
     let mut dash = Client::connect(&url).await;
     let room = dash.create("Teacher").await.room;
     let mut site = Client::connect(&url).await;
-    let welcome =
-        site.join(&room, capelab_core::wire::Role::Site, "Ana", None).await.expect_welcome();
+    let welcome = site.join(&room, capelab_wire::Role::Site, "Ana", None).await.expect_welcome();
     dash.expect_presence(PresenceEvent::Joined, welcome.you.id).await;
     site.send(To::One(1), "hello", b"\x00\x01\xff").await;
     let envelope = dash.expect_envelope().await;

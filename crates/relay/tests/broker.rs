@@ -9,8 +9,8 @@ mod common;
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
 
-use capelab_core::wire::{ErrorCode, PresenceEvent, RelayFrame, Role, To};
 use capelab_relay::{Clock, Config, close_code, serve};
+use capelab_wire::{ErrorCode, PresenceEvent, RelayFrame, Role, To};
 use common::broker::NatsServer;
 use common::{Client, Ending, ExpectWelcome as _, HANG_GUARD, Relay, start};
 
@@ -116,9 +116,9 @@ async fn a_room_spans_three_relays_with_presence_routing_and_its_rules() {
     }
 
     // The lock is the host's: a site on B cannot lock, the dashboard's lock holds on C.
-    ana.send_frame(&capelab_core::wire::ClientFrame::Lock { v: 1, locked: true }).await;
+    ana.send_frame(&capelab_wire::ClientFrame::Lock { v: 1, locked: true }).await;
     ana.expect_error(ErrorCode::NotAllowed).await;
-    dash.send_frame(&capelab_core::wire::ClientFrame::Lock { v: 1, locked: true }).await;
+    dash.send_frame(&capelab_wire::ClientFrame::Lock { v: 1, locked: true }).await;
     dash.assert_works().await; // the lock was applied before the echo
     let mut late = c.client().await;
     let answer = late.join(&room, Role::Site, "Late", None).await;
@@ -274,7 +274,7 @@ async fn losing_the_broker_tells_the_clients_and_their_seats_come_back_after_it(
         other => panic!("expected a refusal naming the broker, got {other:?}"),
     }
     let mut creator = b.client().await;
-    creator.send_frame(&capelab_core::wire::ClientFrame::Create { v: 1, name: "x".into() }).await;
+    creator.send_frame(&capelab_wire::ClientFrame::Create { v: 1, name: "x".into() }).await;
     assert!(creator.expect_error(ErrorCode::RateLimited).await.contains("lost its broker"));
 
     // Once it is back, Ana takes her seat back through B, as the app's retries would.

@@ -3,9 +3,9 @@
 
 mod common;
 
-use capelab_core::wire::{ErrorCode, PresenceEvent, RelayFrame, Role, To};
 use capelab_relay::close_code;
 use capelab_relay::guesses::{ADDRESS_BURST, CONNECTION_BURST, CUT_OFF_AFTER, REFILL_PERIOD};
+use capelab_wire::{ErrorCode, PresenceEvent, RelayFrame, Role, To};
 use common::{Client, Ending, ExpectWelcome as _, start};
 use futures_util::FutureExt as _;
 use tokio_tungstenite::tungstenite::Message;
@@ -45,11 +45,11 @@ async fn a_member_flooding_its_room_is_cut_off_and_the_others_get_every_message(
         let mut refused = 0u32;
         loop {
             assert!(sent < 1_000, "the flooder was never cut off (hang guard)");
-            let frame = capelab_core::wire::ClientFrame::Send {
+            let frame = capelab_wire::ClientFrame::Send {
                 v: 1,
                 to: To::All,
                 kind: "flood".into(),
-                payload: capelab_core::wire::encode_payload(&payload),
+                payload: capelab_wire::encode_payload(&payload),
             };
             if !flooder.try_send_text(serde_json::to_string(&frame).unwrap()).await {
                 break;
@@ -156,7 +156,7 @@ async fn wrong_room_codes_are_limited_per_connection_and_per_address() {
         let answer = guesser.join(wrong, Role::Site, "g", None).await;
         assert!(matches!(answer, RelayFrame::Error { code: ErrorCode::RateLimited, .. }));
     }
-    let last = capelab_core::wire::ClientFrame::Join {
+    let last = capelab_wire::ClientFrame::Join {
         v: 1,
         room: wrong.into(),
         role: Role::Site,

@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capelab_core::wire::{ClientFrame, PresenceEvent, RelayFrame, Role, To, encode_payload};
 use capelab_relay::limits::{MAX_KIND_CHARS, MAX_NAME_CHARS};
+use capelab_wire::{ClientFrame, PresenceEvent, RelayFrame, Role, To, encode_payload};
 use common::{Client, ExpectWelcome as _, Relay, start};
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio_tungstenite::tungstenite::Message;

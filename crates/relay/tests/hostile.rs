@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use capelab_core::wire::{ClientFrame, ErrorCode, PresenceEvent, RelayFrame, Role};
 use capelab_relay::{Config, close_code, serve_with_shutdown};
+use capelab_wire::{ClientFrame, ErrorCode, PresenceEvent, RelayFrame, Role};
 use common::{Bystanders, Ending, ExpectWelcome as _, HANG_GUARD, start};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;

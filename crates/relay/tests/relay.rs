@@ -7,8 +7,8 @@ mod common;
 
 use std::time::Duration;
 
-use capelab_core::wire::{ErrorCode, PresenceEvent, RelayFrame, Role, To, WIRE_VERSION};
 use capelab_relay::{Config, close_code, serve_with_shutdown};
+use capelab_wire::{ErrorCode, PresenceEvent, RelayFrame, Role, To, WIRE_VERSION};
 use common::{Bystanders, Ending, ExpectWelcome as _, Relay, TempDir, start};
 
 async fn relay() -> Relay {

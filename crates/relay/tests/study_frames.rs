@@ -16,8 +16,8 @@ use capelab_core::study::mean::params::StudyParams;
 use capelab_core::study::mean::query::Query;
 use capelab_core::study::mean::{MeanBody, MeanMessage, ReleaseMessage};
 use capelab_core::study::regression::RegressionQuery;
-use capelab_core::wire::{ClientFrame, To, WIRE_VERSION, encode_payload};
 use capelab_relay::RelayLimits;
+use capelab_wire::{ClientFrame, To, WIRE_VERSION, encode_payload};
 
 /// The `send` frame that carries `bytes` (its length is what the byte budget counts).
 fn frame_len(kind: &str, bytes: &[u8]) -> usize {

@@ -1,6 +1,6 @@
 /*!
 The load generator's traffic: real websocket clients speaking the relay's wire protocol
-(`capelab_core::wire`: `Create`, `Join` with the room's code, `Send` to one or to all), and the
+(`capelab_wire`: `Create`, `Join` with the room's code, `Send` to one or to all), and the
 three scenarios of issue 16 §2. Shared by the `load` example (the benchmark, against a release
 relay process) and by `tests/load.rs` (the short version in the test command), which includes
 this file with `#[path]`.
@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-use capelab_core::wire::{
+use capelab_wire::{
     ClientFrame, ErrorCode, Limits, ParticipantId, PresenceEvent, RelayFrame, Role, To,
     WIRE_VERSION, decode_payload, encode_payload,
 };

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_nats::{StatusCode, Subscriber};
 use axum::extract::ws::Utf8Bytes;
-use capelab_core::wire::To;
+use capelab_wire::To;
 
 use super::message::{JoinAnswer, ToEdge, ToHost, decode, encode};
 use super::nats::{Nats, next_of};

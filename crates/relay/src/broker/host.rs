@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_nats::{RequestErrorKind, Subscriber};
 use axum::extract::ws::Utf8Bytes;
 use bytes::Bytes;
-use capelab_core::wire::Role;
+use capelab_wire::Role;
 use futures_util::StreamExt as _;
 use tokio::task::JoinHandle;
 

@@ -7,7 +7,7 @@ is carried as bytes and never parsed here, so an envelope's payload crosses the 
 */
 
 use bytes::{BufMut as _, Bytes, BytesMut};
-use capelab_core::wire::{ErrorCode, ParticipantId, Role, To};
+use capelab_wire::{ErrorCode, ParticipantId, Role, To};
 use serde::{Deserialize, Serialize};
 
 use crate::registry::ConnId;

@@ -1,6 +1,6 @@
 //! The registry driven directly: no sockets, a plain `Duration` for time.
 
-use capelab_core::wire::ErrorCode;
+use capelab_wire::ErrorCode;
 
 use super::*;
 

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use capelab_core::wire::{
+use capelab_relay::{Config, ManualClock, serve};
+use capelab_wire::{
     ClientFrame, Envelope, ErrorCode, Limits, ParticipantId, Peer, PresenceEvent, RelayFrame, Role,
     To, WIRE_VERSION, encode_payload,
 };
-use capelab_relay::{Config, ManualClock, serve};
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
