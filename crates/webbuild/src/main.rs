@@ -133,7 +133,7 @@ fn run() -> Result<()> {
         let src = root.join(href);
         if !src.is_file() {
             bail!(
-                "{} is missing (index.html copies it into the app); run `scripts/setup.sh test`, \
+                "{} is missing (index.html copies it into the app); run `scripts/setup.sh demo`, \
                  which writes the data sets into data/",
                 src.display()
             );
