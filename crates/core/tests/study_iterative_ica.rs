@@ -11,7 +11,7 @@ use capelab_core::djica::{
 };
 use capelab_core::fmri::SiteData;
 use capelab_core::ica_quality::q_ngi;
-use capelab_core::pca::{CovarianceSensitivity, PcaConfig, Whitening, cape_pca};
+use capelab_core::pca::{CovarianceSensitivity, PcaConfig, Whitening, cape_pca, project};
 use capelab_core::rng::Seed;
 use capelab_core::study::iterative::djica::{
     DjicaSchedule, DjicaStudyAggregator, DjicaStudySite, DjicaTask, noise_for,
@@ -160,7 +160,7 @@ fn nonprivate_pca_and_djica_over_the_roles_equal_the_one_process_pipeline() {
     let outcome = sim.aggregator().outcome().expect("finished");
     let projected: Vec<ProjectedSite> = data
         .iter()
-        .map(|s| ProjectedSite { x: &k_roles * &s.x, max_subject_len: s.max_subject_len() })
+        .map(|s| ProjectedSite { x: project(&k_roles, &s.x), max_subject_len: s.max_subject_len() })
         .collect();
     let config = DjicaConfig {
         method: Method::NonPrivate,

@@ -8,7 +8,7 @@ use capelab_core::djica::{
 };
 use capelab_core::fmri::SiteData;
 use capelab_core::ica_quality::principal_cosines;
-use capelab_core::pca::{CovarianceSensitivity, PcaConfig, PcaResult, Whitening, cape_pca};
+use capelab_core::pca::{self, CovarianceSensitivity, PcaConfig, PcaResult, Whitening, cape_pca};
 use capelab_core::rng::Seed;
 use nalgebra::DMatrix;
 
@@ -95,7 +95,10 @@ pub(super) fn project(
         pca.subspace.projection(settings.whitening).map_err(|e| format!("capePCA: {e}"))?;
     let projected = sites
         .iter()
-        .map(|s| ProjectedSite { x: &projection * &s.x, max_subject_len: s.max_subject_len() })
+        .map(|s| ProjectedSite {
+            x: pca::project(&projection, &s.x),
+            max_subject_len: s.max_subject_len(),
+        })
         .collect();
     let principal_cosines = study.truth.as_ref().map(|a| principal_cosines(&pca.subspace.v, a));
     Ok(Projected { pca, projection, sites: projected, principal_cosines })

@@ -14,7 +14,9 @@ use super::run::{
 use crate::djica::calibration::GaussianLevel;
 use crate::fmri::{SiteData, SyntheticStudy};
 use crate::ica_quality::principal_cosines;
-use crate::pca::{CovarianceSensitivity, PcaConfig, PcaError, PcaResult, Whitening, cape_pca};
+use crate::pca::{
+    CovarianceSensitivity, PcaConfig, PcaError, PcaResult, Whitening, cape_pca, project,
+};
 use crate::rng::Seed;
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -127,7 +129,7 @@ pub fn run_study(
     )?;
     let k = pca_result.subspace.projection(pca.whitening)?;
     let projected: Vec<ProjectedSite> = crate::par::map_sites(sites, |_, s| ProjectedSite {
-        x: &k * &s.x,
+        x: project(&k, &s.x),
         max_subject_len: s.max_subject_len(),
     });
     let a_eff = data.truth.map(|a| &k * a);

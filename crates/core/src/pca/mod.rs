@@ -123,6 +123,28 @@ pub fn site_covariance(x: &DMatrix<f64>) -> DMatrix<f64> {
     c
 }
 
+/// K·X_s: a site's samples in the released subspace (R×N_s from the R×D projection K and the
+/// D×N_s data). faer's product: twice nalgebra's rate at R = 20, D = 900 (33 against 17 GFLOP/s,
+/// measured for issue 14). Sequential, so the result does not depend on the machine's cores.
+///
+/// # Panics
+/// If K's columns and X's rows disagree (both come from the same study).
+pub fn project(k: &DMatrix<f64>, x: &DMatrix<f64>) -> DMatrix<f64> {
+    use faer::{Accum, MatMut, MatRef, Par};
+    let ((r, d), n) = (k.shape(), x.ncols());
+    assert_eq!(d, x.nrows(), "project: K is {r}×{d}, X has {} rows", x.nrows());
+    let mut out = DMatrix::zeros(r, n);
+    faer::linalg::matmul::matmul(
+        MatMut::from_column_major_slice_mut(out.as_mut_slice(), r, n),
+        Accum::Replace,
+        MatRef::from_column_major_slice(k.as_slice(), r, d),
+        MatRef::from_column_major_slice(x.as_slice(), d, n),
+        1.0,
+        Par::Seq,
+    );
+    out
+}
+
 /// The number of entries in the upper triangle including the diagonal, D(D+1)/2.
 pub fn upper_len(d: usize) -> usize {
     d * (d + 1) / 2

@@ -158,7 +158,8 @@ impl SiteStep for DjicaStudySite {
     fn prepare(&mut self, task: &DjicaTask, _private: bool) -> Result<StepShape, String> {
         let k = task.check()?;
         check_data(&self.data, task.voxels)?;
-        self.site = Some(DjicaSite::gradient_only(&k * &self.data.x, task.precision));
+        self.site =
+            Some(DjicaSite::gradient_only(crate::pca::project(&k, &self.data.x), task.precision));
         self.task = Some(task.clone());
         Ok(StepShape {
             len: task.statistic_len(),
