@@ -12,8 +12,9 @@ tailed sources through random blob-free mixing, clipped to ‖x‖ ≤ 1): timin
 the generator. This is a careful vectorised numpy implementation, as the spec §9.8 reference was.
 
 Prints one JSON line: {"bench":"djica","runner":"numpy", "cells":[{subjects, pca_s, iteration_ms,
-iterations, ...}]}. `iteration_ms` is the mean over the timed iterations; `end_to_end_s`
-projects capePCA + J_max iterations from it.
+iterations, ...}], "ceiling":{f64_gflops, f32_gflops}}. `iteration_ms` is the mean over the timed
+iterations; `end_to_end_s` projects capePCA + J_max iterations from it. `ceiling` is OpenBLAS's
+in-cache product rate, measured as capelab_core::roofline measures faer's.
 
 Run it with OPENBLAS_NUM_THREADS=1 (scripts/bench does) to compare with the single-threaded native
 run; the JSON records the setting.
@@ -124,6 +125,29 @@ def cell(args, subjects, rng):
     }
 
 
+def ceiling():
+    """GFLOP/s of an in-cache 256x256 product (capelab_core::roofline's shape and timing): the best
+    of three batches of at least 0.2 s, after one product to warm up and size them."""
+    n = 256
+    rates = {}
+    for dtype in (np.float64, np.float32):
+        i, j = np.indices((n, n))
+        a = (((i * 7 + j * 3) % 11) * 0.1).astype(dtype)
+        b = (((i * 5 + j) % 13) * 0.1).astype(dtype)
+        c = np.empty((n, n), dtype)
+        t = time.perf_counter()
+        np.matmul(a, b, out=c)
+        reps = max(3, int(np.ceil(0.2 / max(time.perf_counter() - t, 1e-6))))
+        best = 0.0
+        for _ in range(3):
+            t = time.perf_counter()
+            for _ in range(reps):
+                np.matmul(a, b, out=c)
+            best = max(best, 2.0 * n**3 * reps / (time.perf_counter() - t) / 1e9)
+        rates[f"{np.dtype(dtype).name}_gflops"] = best
+    return {"f64_gflops": rates["float64_gflops"], "f32_gflops": rates["float32_gflops"]}
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sites", type=int, default=4)
@@ -142,6 +166,7 @@ def main():
         "build": f"numpy {np.__version__}, OPENBLAS_NUM_THREADS="
         + os.environ.get("OPENBLAS_NUM_THREADS", "unset"),
         "cells": cells,
+        "ceiling": ceiling(),
     }))
 
 

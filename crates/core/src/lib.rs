@@ -35,6 +35,8 @@ Modules, one concept each:
 - [`ica_quality`]: q_NGI, component matching, principal cosines.
 - [`par`]: the sites' work in parallel (rayon behind the `parallel` feature, which the CLI turns
   on; sequential without it, as in the browser), results in site order whatever the thread count.
+- [`roofline`]: the target's arithmetic ceiling (faer's in-cache product rate), which the benchmarks
+  set capePCA's and capeDJICA's speed against, natively and in the browser.
 - [`efpsn`]: EFPSN (seed 003): Paillier-built zero-sum polynomial masks over a peer graph, and
   decentralised optimisation on the masked costs.
 */
@@ -54,6 +56,7 @@ pub mod nn;
 pub mod par;
 pub mod pca;
 pub mod rng;
+pub mod roofline;
 pub mod secagg;
 pub mod study;
 pub mod transport;

@@ -12,7 +12,8 @@
 //! Settings from the build environment: `CAPE_BENCH_DJICA_SUBJECTS` (default 256) and
 //! `CAPE_BENCH_DJICA_ITERATIONS` (50). capePCA is done site by site (the same steps as
 //! `pca::cape_pca`), yielding to the event loop in between: ChromeDriver gives up on a page that
-//! is busy for 30 s.
+//! is busy for 30 s. Last, the browser's arithmetic ceiling (`capelab_core::roofline`) for the
+//! ratio of ceilings next to the ratio of runtimes.
 #![cfg(target_arch = "wasm32")]
 
 use capelab_core::djica::{
@@ -21,8 +22,8 @@ use capelab_core::djica::{
 };
 use capelab_core::fmri::{SyntheticConfig, generate};
 use capelab_core::pca::{
-    CovarianceSensitivity, PrincipalSubspace, Whitening, aggregate, site_covariance, site_release,
-    upper_len,
+    CovarianceSensitivity, PrincipalSubspace, Whitening, aggregate, project, site_covariance,
+    site_release, upper_len,
 };
 use capelab_core::rng::Seed;
 use serde_json::json;
@@ -94,7 +95,7 @@ async fn djica_timings() {
     let projected: Vec<ProjectedSite> = study
         .sites
         .iter()
-        .map(|s| ProjectedSite { x: &k * &s.x, max_subject_len: s.max_subject_len() })
+        .map(|s| ProjectedSite { x: project(&k, &s.x), max_subject_len: s.max_subject_len() })
         .collect();
     pca_ms += now_ms() - t;
     yield_to_browser().await;
@@ -112,6 +113,10 @@ async fn djica_timings() {
         run_djica(projected, &djica, Seed::Fixed(1), &mut noise, None, &mut |_| {}).expect("a run");
     let iteration_ms = (now_ms() - t) / result.privacy.iterations as f64;
     let pca_s = pca_ms / 1e3;
+    yield_to_browser().await;
+    let mut now_s = || now_ms() / 1e3;
+    let f64_gflops = capelab_core::roofline::gemm_gflops_f64(&mut now_s);
+    let f32_gflops = capelab_core::roofline::gemm_gflops_f32(&mut now_s);
     let line = json!({
         "bench": "djica",
         "runner": "wasm32 (headless Chromium)",
@@ -122,6 +127,7 @@ async fn djica_timings() {
             "iterations": result.privacy.iterations, "iteration_ms": iteration_ms, "jmax": jmax,
             "end_to_end_s": pca_s + jmax as f64 * iteration_ms / 1e3,
         }],
+        "ceiling": { "f64_gflops": f64_gflops, "f32_gflops": f32_gflops },
     });
     console_log!("{line}");
 }

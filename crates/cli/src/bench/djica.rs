@@ -22,6 +22,10 @@ same bits (a digest of the eigenvalues, V, W and b), or the benchmark fails.
 of X_s X_sᵀ, N_s·D·(D+1) floating-point operations per site, nearly all of capePCA's work) over
 each runner's capePCA seconds, in GFLOP/s. When two runners reach the core's f64 FMA rate, neither
 can be much faster than the other at this step without doing less arithmetic.
+
+`ceiling` is each runner's arithmetic ceiling ([`capelab_core::roofline`]: an in-cache 256×256
+product on one thread, f64 and f32), and `*_ceiling_over_native` its ratio to native's: the part
+of a runtime ratio that the target's vector units set, whatever the code does.
 */
 
 use std::path::PathBuf;
@@ -33,7 +37,7 @@ use capelab_core::djica::{
     run_djica,
 };
 use capelab_core::fmri::{SyntheticConfig, SyntheticStudy, generate};
-use capelab_core::pca::{CovarianceSensitivity, PcaConfig, Whitening, cape_pca};
+use capelab_core::pca::{CovarianceSensitivity, PcaConfig, Whitening, cape_pca, project};
 use capelab_core::rng::Seed;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -93,6 +97,36 @@ pub struct BenchRun {
     pub runner: String,
     pub build: String,
     pub cells: Vec<Cell>,
+    /// The runner's arithmetic ceiling ([`capelab_core::roofline`]), when it measured one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling: Option<Ceiling>,
+}
+
+/// GFLOP/s of an in-cache 256×256 matrix product on one thread: faer's natively and in the
+/// browser, OpenBLAS's through numpy.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Ceiling {
+    pub f64_gflops: f64,
+    pub f32_gflops: f64,
+}
+
+impl Ceiling {
+    /// This process's ceiling (faer, one thread).
+    fn measure() -> Ceiling {
+        let start = Instant::now();
+        let mut now = || start.elapsed().as_secs_f64();
+        Ceiling {
+            f64_gflops: capelab_core::roofline::gemm_gflops_f64(&mut now),
+            f32_gflops: capelab_core::roofline::gemm_gflops_f32(&mut now),
+        }
+    }
+}
+
+/// `other`'s ceiling over native's, per precision: how much faster (> 1) or slower the runner's
+/// best product is. A runtime ratio near the inverse of this is the hardware's, not the code's.
+fn ceiling_ratio(native: &BenchRun, other: &BenchRun) -> Option<Value> {
+    let (n, o) = (native.ceiling?, other.ceiling?);
+    Some(json!({ "f64": o.f64_gflops / n.f64_gflops, "f32": o.f32_gflops / n.f32_gflops }))
 }
 
 /// A pool of `threads` threads for one timed run.
@@ -138,7 +172,7 @@ fn measure(
     .map_err(|e| e.to_string())?;
     let k = pca.subspace.projection(Whitening::Runica).map_err(|e| e.to_string())?;
     let sites: Vec<ProjectedSite> = capelab_core::par::map_sites(&study.sites, |_, s| {
-        ProjectedSite { x: &k * &s.x, max_subject_len: s.max_subject_len() }
+        ProjectedSite { x: project(&k, &s.x), max_subject_len: s.max_subject_len() }
     });
     let pca_s = t.elapsed().as_secs_f64();
 
@@ -278,13 +312,24 @@ fn bench(args: &DjicaBenchArgs) -> Result<Value, String> {
         return Err(format!("the run on {threads} threads differs from the run on one thread"));
     }
     let build = if cfg!(debug_assertions) { "debug" } else { "release" };
-    let native =
-        BenchRun { bench: "djica".into(), runner: "native".into(), build: build.into(), cells };
+    let ceiling = Ceiling::measure();
+    eprintln!(
+        "native ceiling (faer, in-cache product, 1 thread): {:.1} GFLOP/s f64, {:.1} f32",
+        ceiling.f64_gflops, ceiling.f32_gflops
+    );
+    let native = BenchRun {
+        bench: "djica".into(),
+        runner: "native".into(),
+        build: build.into(),
+        cells,
+        ceiling: Some(ceiling),
+    };
     let native_threads = BenchRun {
         bench: "djica".into(),
         runner: format!("native, {threads} threads"),
         build: build.into(),
         cells: multi,
+        ceiling: None,
     };
     let mut out = json!({
         "native": native,
@@ -302,11 +347,13 @@ fn bench(args: &DjicaBenchArgs) -> Result<Value, String> {
     let mut rated = vec![("native", &native), ("native_threads", &native_threads)];
     if let Some(numpy) = &numpy {
         out["numpy_over_native"] = json!(ratios(&native, numpy));
+        out["numpy_ceiling_over_native"] = json!(ceiling_ratio(&native, numpy));
         out["numpy"] = json!(numpy);
         rated.push(("numpy", numpy));
     }
     if let Some(wasm) = &wasm {
         out["wasm_over_native"] = json!(ratios(&native, wasm));
+        out["wasm_ceiling_over_native"] = json!(ceiling_ratio(&native, wasm));
         out["wasm"] = json!(wasm);
         rated.push(("wasm", wasm));
     }
@@ -349,6 +396,7 @@ mod tests {
             runner: name.into(),
             build: "test".into(),
             cells: vec![cell(1024, s), cell(256, s / 4.0)],
+            ceiling: None,
         };
         let (native, numpy) = (run("native", 5.05), run("numpy", 4.71));
         let rows = pca_rate(&[("native", &native), ("numpy", &numpy)]);
@@ -357,5 +405,24 @@ mod tests {
         assert!((gflops - 41.1).abs() < 0.05, "{gflops}");
         assert!(rows[1]["numpy_gflops"].as_f64().unwrap() > gflops);
         assert!(pca_rate(&[]).is_empty());
+    }
+
+    #[test]
+    fn ceilings_are_compared_only_when_both_runners_measured_one() {
+        let run = |ceiling| BenchRun {
+            bench: "djica".into(),
+            runner: "r".into(),
+            build: "test".into(),
+            cells: vec![],
+            ceiling,
+        };
+        let native = run(Some(Ceiling { f64_gflops: 40.0, f32_gflops: 80.0 }));
+        let wasm = run(Some(Ceiling { f64_gflops: 5.0, f32_gflops: 20.0 }));
+        let ratio = ceiling_ratio(&native, &wasm).unwrap();
+        assert_eq!((ratio["f64"].as_f64(), ratio["f32"].as_f64()), (Some(0.125), Some(0.25)));
+        assert!(ceiling_ratio(&native, &run(None)).is_none());
+        // An older line without a ceiling still parses.
+        let old = r#"{"bench":"djica","runner":"numpy","build":"x","cells":[]}"#;
+        assert!(serde_json::from_str::<BenchRun>(old).unwrap().ceiling.is_none());
     }
 }
