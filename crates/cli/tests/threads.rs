@@ -62,7 +62,7 @@ fn djica_digest() -> u64 {
         study
             .sites
             .iter()
-            .flat_map(|s| s.x.iter())
+            .flat_map(|s| s.xt.iter())
             .chain(&result.pca.subspace.eigenvalues)
             .chain(&result.pca.subspace.v)
             .chain(&result.unmixing)

@@ -17,7 +17,7 @@ use capelab_core::djica::{
     StudyData, run_study,
 };
 use capelab_core::fmri::{SyntheticConfig, generate};
-use capelab_core::pca::{PrincipalSubspace, Whitening, site_covariance};
+use capelab_core::pca::{PrincipalSubspace, Whitening, project, site_covariance};
 use capelab_core::rng::Seed;
 use nalgebra::{DMatrix, DVector};
 use std::collections::HashMap;
@@ -78,13 +78,13 @@ fn speed(kv: &HashMap<String, String>) {
         let gen_s = t.elapsed().as_secs_f64();
         let site = &study.sites[0];
         let t = Instant::now();
-        let c = site_covariance(&site.x);
+        let c = site_covariance(site);
         let cov_s = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let sub = PrincipalSubspace::from_covariance(&c, 20).unwrap();
         let eig_s = t.elapsed().as_secs_f64();
         let k = sub.projection(Whitening::Runica).unwrap();
-        let x = &k * &site.x;
+        let x = project(&k, site);
         let w = DMatrix::<f64>::identity(20, 20) * get(kv, "w", 0.3)
             + DMatrix::from_fn(20, 20, |i, j| 0.01 * ((i * 7 + j * 3) % 11) as f64);
         let b = DVector::zeros(20);
@@ -336,10 +336,10 @@ pub fn profile_parts() {
 fn hot(kv: &HashMap<String, String>) {
     let reps: usize = get(kv, "reps", 500);
     let study = generate(&SyntheticConfig::well_conditioned(64, 1), 1).unwrap();
-    let c = site_covariance(&study.sites[0].x);
+    let c = site_covariance(&study.sites[0]);
     let k =
         PrincipalSubspace::from_covariance(&c, 20).unwrap().projection(Whitening::Runica).unwrap();
-    let x = &k * &study.sites[0].x;
+    let x = project(&k, &study.sites[0]);
     let w = DMatrix::<f64>::identity(20, 20) * get(kv, "w", 0.3);
     let b = DVector::zeros(20);
     if get(kv, "f64", 0u8) == 1 {
@@ -422,7 +422,10 @@ fn sweep(kv: &HashMap<String, String>) {
                 let projected: Vec<ProjectedSite> = study
                     .sites
                     .iter()
-                    .map(|s| ProjectedSite { x: k * &s.x, max_subject_len: s.max_subject_len() })
+                    .map(|s| ProjectedSite {
+                        x: project(k, s),
+                        max_subject_len: s.max_subject_len(),
+                    })
                     .collect();
                 let config = DjicaConfig {
                     method,
@@ -478,7 +481,7 @@ fn iteration(kv: &HashMap<String, String>) {
     let reps: usize = get(kv, "reps", 30);
     for subjects in [256usize, 1024] {
         let study = generate(&SyntheticConfig::well_conditioned(subjects, 4), 1).unwrap();
-        let c = site_covariance(&study.sites[0].x);
+        let c = site_covariance(&study.sites[0]);
         let k = PrincipalSubspace::from_covariance(&c, 20)
             .unwrap()
             .projection(Whitening::Runica)
@@ -498,7 +501,7 @@ fn iteration(kv: &HashMap<String, String>) {
                         250,
                     );
                     DjicaSite::new(
-                        &k * &site.x,
+                        project(&k, site),
                         precision,
                         scales,
                         Seed::Fixed(1).rng(&format!("s{s}")),

@@ -79,7 +79,7 @@ async fn djica_timings() {
         let t = now_ms();
         let mut rng = Seed::Fixed(1).rng(&format!("site/{s}/pca-noise"));
         releases.push(site_release(
-            &site_covariance(&site.x),
+            &site_covariance(site),
             NoiseScheme::Cape,
             Some(&shares[s]),
             taus[s],
@@ -95,7 +95,7 @@ async fn djica_timings() {
     let projected: Vec<ProjectedSite> = study
         .sites
         .iter()
-        .map(|s| ProjectedSite { x: project(&k, &s.x), max_subject_len: s.max_subject_len() })
+        .map(|s| ProjectedSite { x: project(&k, s), max_subject_len: s.max_subject_len() })
         .collect();
     pca_ms += now_ms() - t;
     yield_to_browser().await;

@@ -23,15 +23,15 @@ fn sites_hold_normalised_subjects_of_the_shared_model() {
         assert_eq!(site.samples(), site.subjects() * 120);
         assert_eq!(site.max_subject_len(), 120);
         // Every time point has norm ≤ 1 (the clip that bounds the sensitivities).
-        assert!(site.x.column_iter().all(|c| c.norm() <= 1.0 + 1e-12));
+        assert!(site.x().column_iter().all(|c| c.norm() <= 1.0 + 1e-12));
         // Without noise every time point lies in span(A).
         let a = &study.mixing;
-        let proj = a * (a.clone().pseudo_inverse(1e-12).unwrap() * &site.x);
-        assert!((&proj - &site.x).amax() < 1e-10);
+        let proj = a * (a.clone().pseudo_inverse(1e-12).unwrap() * site.x());
+        assert!((&proj - site.x()).amax() < 1e-10);
         // Each subject is demeaned (exactly when nothing was clipped).
         if study.clipped_fraction == 0.0 {
             for m in 0..site.subjects() {
-                assert!(site.x.columns(m * 120, 120).column_mean().amax() < 1e-12);
+                assert!(site.x().columns(m * 120, 120).column_mean().amax() < 1e-12);
             }
         }
     }
@@ -53,8 +53,8 @@ fn same_seed_same_data_and_subjects_do_not_depend_on_the_split() {
     let mut uneven = cfg.clone();
     uneven.subjects_per_site = vec![1, 5];
     let c = generate(&uneven, 11).unwrap();
-    assert_eq!(c.sites[0].x, a.sites[0].x.columns(0, 120).into_owned());
-    assert_eq!(c.sites[1].x.columns(2 * 120, 120), a.sites[1].x.columns(0, 120));
+    assert_eq!(c.sites[0].x(), a.sites[0].x().columns(0, 120));
+    assert_eq!(c.sites[1].x().columns(2 * 120, 120), a.sites[1].x().columns(0, 120));
 }
 
 #[test]
@@ -91,7 +91,7 @@ fn bad_settings_are_reported_with_their_value() {
 fn a_site_can_bring_its_own_matrix_as_csv_or_npy() {
     let cfg = small(SyntheticConfig::paper_like(2, 1));
     let study = generate(&cfg, 5).unwrap();
-    let x = &study.sites[0].x;
+    let x = &study.sites[0].x().into_owned();
     let from_csv = parse_csv(&to_csv(x)).unwrap();
     let from_npy = parse_npy(&to_npy(x)).unwrap();
     assert_eq!(&from_csv, x);
@@ -101,5 +101,5 @@ fn a_site_can_bring_its_own_matrix_as_csv_or_npy() {
     let mut site = SiteData::new(raw, vec![3, 3]).unwrap();
     let report = normalise_site(&mut site, 0.1);
     assert_eq!(report.samples, 6);
-    assert!(site.x.column_iter().all(|c| c.norm() <= 1.0 + 1e-12));
+    assert!(site.x().column_iter().all(|c| c.norm() <= 1.0 + 1e-12));
 }

@@ -111,7 +111,7 @@ fn float32_subjects_give_the_masked_matrix_exactly() {
     for (m, &n) in lengths.iter().enumerate() {
         for t in 0..n {
             for (d, &v) in inside().iter().enumerate() {
-                assert_eq!(site.x[(d, col)], f64::from(signal(m, v, t)), "m {m} t {t} voxel {v}");
+                assert_eq!(site.xt[(col, d)], f64::from(signal(m, v, t)), "m {m} t {t} voxel {v}");
             }
             col += 1;
         }
@@ -120,7 +120,7 @@ fn float32_subjects_give_the_masked_matrix_exactly() {
     let mut normalised = site.clone();
     normalise_site(&mut normalised, 0.01);
     for c in 0..normalised.samples() {
-        assert!(normalised.x.column(c).norm() <= 1.0 + 1e-12);
+        assert!(normalised.xt.row(c).norm() <= 1.0 + 1e-12);
     }
 }
 

@@ -43,14 +43,15 @@ fn noiseless_pca_recovers_the_true_subspace() {
 
 #[test]
 fn site_covariance_is_the_mean_outer_product() {
+    let site = |x: &DMatrix<f64>| SiteData::new(x.clone(), vec![x.ncols()]).unwrap();
     let x = DMatrix::from_fn(3, 7, |i, j| ((i * 5 + j * 3) % 7) as f64 - 3.0);
     let expected = &x * x.transpose() / 7.0;
-    assert!((site_covariance(&x) - expected).norm() < 1e-12);
+    assert!((site_covariance(&site(&x)) - expected).norm() < 1e-12);
     // At a size where faer's blocked kernels run: every entry to 1e−12 relative of the direct
     // product, and exactly symmetric.
     let (d, n) = (97, 1003);
     let x = DMatrix::from_fn(d, n, |i, j| ((i * 7919 + j * 104_729) % 997) as f64 / 997.0 - 0.5);
-    let (c, expected) = (site_covariance(&x), &x * x.transpose() / n as f64);
+    let (c, expected) = (site_covariance(&site(&x)), &x * x.transpose() / n as f64);
     assert_eq!(c, c.transpose());
     let scale = expected.amax();
     assert!((c - expected).amax() <= 1e-12 * scale);
@@ -63,15 +64,28 @@ fn the_projection_is_the_direct_product() {
     let (r, d, n) = (20, 97, 1003);
     let k = DMatrix::from_fn(r, d, |i, j| ((i * 31 + j * 17) % 23) as f64 / 23.0 - 0.5);
     let x = DMatrix::from_fn(d, n, |i, j| ((i * 7919 + j * 104_729) % 997) as f64 / 997.0 - 0.5);
-    let (got, expected) = (project(&k, &x), &k * &x);
+    let site = SiteData::new(x.clone(), vec![n]).unwrap();
+    let (got, expected) = (project(&k, &site), &k * &x);
     assert_eq!(got.shape(), (r, n));
     assert!((got - &expected).amax() <= 1e-12 * expected.amax());
 }
 
 #[test]
-#[should_panic(expected = "project: K is 2×3, X has 4 rows")]
+#[should_panic(expected = "project: K is 2×3, the site has 4 voxels")]
 fn a_projection_of_the_wrong_width_is_refused() {
-    project(&DMatrix::zeros(2, 3), &DMatrix::zeros(4, 5));
+    project(&DMatrix::zeros(2, 3), &SiteData::new(DMatrix::zeros(4, 5), vec![5]).unwrap());
+}
+
+#[test]
+fn a_site_stores_its_data_transposed_and_views_it_as_voxels_by_time_points() {
+    let x = DMatrix::from_fn(3, 5, |i, j| (10 * i + j) as f64);
+    let site = SiteData::new(x.clone(), vec![2, 3]).unwrap();
+    assert_eq!(site.xt, x.transpose());
+    assert_eq!(site.x(), x);
+    assert_eq!((site.voxels(), site.samples(), site.subjects()), (3, 5, 2));
+    let again = SiteData::from_transposed(x.transpose(), vec![2, 3]).unwrap();
+    assert_eq!(again, site);
+    assert!(SiteData::from_transposed(x.transpose(), vec![2, 2]).is_err());
 }
 
 #[test]

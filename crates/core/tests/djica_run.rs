@@ -6,6 +6,7 @@ use capelab_core::djica::{
     ProjectedSite, Schedule, StopReason, StudyData, run_djica, run_study,
 };
 use capelab_core::fmri::{SyntheticConfig, SyntheticStudy, generate};
+use capelab_core::pca::project;
 use capelab_core::rng::Seed;
 use nalgebra::DMatrix;
 
@@ -97,7 +98,7 @@ fn every_iteration_counts_including_restarts_and_the_observer_sees_each() {
     let sites: Vec<ProjectedSite> = s
         .sites
         .iter()
-        .map(|site| ProjectedSite { x: &k * &site.x * 50.0, max_subject_len: 250 })
+        .map(|site| ProjectedSite { x: project(&k, site) * 50.0, max_subject_len: 250 })
         .collect();
     // A huge rate blows the weights up: the controller restarts from W₀ with a smaller rate,
     // and the thrown-away iterations still count towards J* (they were released).
@@ -156,7 +157,7 @@ fn tail_averaging_reports_the_mean_of_the_last_iterates() {
     let sites: Vec<ProjectedSite> = s
         .sites
         .iter()
-        .map(|site| ProjectedSite { x: &k * &site.x * 20.0, max_subject_len: 250 })
+        .map(|site| ProjectedSite { x: project(&k, site) * 20.0, max_subject_len: 250 })
         .collect();
     let cfg = DjicaConfig { max_iterations: 40, average_tail: 0.25, ..config(Method::Cape, 0.5) };
     let mut tail = Vec::new();

@@ -160,7 +160,7 @@ fn nonprivate_pca_and_djica_over_the_roles_equal_the_one_process_pipeline() {
     let outcome = sim.aggregator().outcome().expect("finished");
     let projected: Vec<ProjectedSite> = data
         .iter()
-        .map(|s| ProjectedSite { x: project(&k_roles, &s.x), max_subject_len: s.max_subject_len() })
+        .map(|s| ProjectedSite { x: project(&k_roles, s), max_subject_len: s.max_subject_len() })
         .collect();
     let config = DjicaConfig {
         method: Method::NonPrivate,

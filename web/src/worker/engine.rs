@@ -656,7 +656,7 @@ mod tests {
         let own = |i: u64| OwnData {
             files: OwnFiles::Matrix {
                 name: format!("site{i}.csv"),
-                bytes: to_csv(&public.site_data(10 + i).unwrap().x).into_bytes(),
+                bytes: to_csv(&public.site_data(10 + i).unwrap().x().into_owned()).into_bytes(),
                 timepoints: 50,
             },
             scale: 1.0,
@@ -706,9 +706,9 @@ mod tests {
         let mut engine = Engine::default();
         let first = engine.data_for(None, 1, Some(own("1,2\n3,5\n"))).unwrap();
         let again = engine.data_for(None, 1, Some(own("1,2\n3,5\n"))).unwrap();
-        assert_eq!(first.x, again.x);
+        assert_eq!(first.xt, again.xt);
         let edited = engine.data_for(None, 1, Some(own("1,2\n3,9\n"))).unwrap();
-        assert_ne!(first.x, edited.x, "the edited file's data, not the cached one");
+        assert_ne!(first.xt, edited.xt, "the edited file's data, not the cached one");
     }
 
     #[test]

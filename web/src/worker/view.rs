@@ -32,16 +32,16 @@ impl DataSummary {
         let first = data.subject_lengths.first().copied().unwrap_or(0);
         let frames = match grid {
             Some(_) => (0..first.min(Self::FRAMES))
-                .map(|t| data.x.column(t).iter().copied().collect())
+                .map(|t| data.xt.row(t).iter().copied().collect())
                 .collect(),
             None => Vec::new(),
         };
         // The voxel with the largest variance over the first subject.
         let course_voxel = (0..d)
-            .map(|v| (v, (0..first).map(|t| data.x[(v, t)].powi(2)).sum::<f64>()))
+            .map(|v| (v, (0..first).map(|t| data.xt[(t, v)].powi(2)).sum::<f64>()))
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map_or(0, |(v, _)| v);
-        let course = (0..first.min(Self::COURSE)).map(|t| data.x[(course_voxel, t)]).collect();
+        let course = (0..first.min(Self::COURSE)).map(|t| data.xt[(t, course_voxel)]).collect();
         DataSummary {
             origin,
             subjects: data.subjects(),

@@ -172,7 +172,7 @@ fn measure(
     .map_err(|e| e.to_string())?;
     let k = pca.subspace.projection(Whitening::Runica).map_err(|e| e.to_string())?;
     let sites: Vec<ProjectedSite> = capelab_core::par::map_sites(&study.sites, |_, s| {
-        ProjectedSite { x: project(&k, &s.x), max_subject_len: s.max_subject_len() }
+        ProjectedSite { x: project(&k, s), max_subject_len: s.max_subject_len() }
     });
     let pca_s = t.elapsed().as_secs_f64();
 

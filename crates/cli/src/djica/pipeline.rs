@@ -96,7 +96,7 @@ pub(super) fn project(
     let projected = sites
         .iter()
         .map(|s| ProjectedSite {
-            x: pca::project(&projection, &s.x),
+            x: pca::project(&projection, s),
             max_subject_len: s.max_subject_len(),
         })
         .collect();

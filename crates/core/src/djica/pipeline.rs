@@ -129,7 +129,7 @@ pub fn run_study(
     )?;
     let k = pca_result.subspace.projection(pca.whitening)?;
     let projected: Vec<ProjectedSite> = crate::par::map_sites(sites, |_, s| ProjectedSite {
-        x: project(&k, &s.x),
+        x: project(&k, s),
         max_subject_len: s.max_subject_len(),
     });
     let a_eff = data.truth.map(|a| &k * a);

@@ -467,11 +467,11 @@ pub fn site_from_nifti(subjects: &[&[u8]], mask: &BrainMask) -> Result<SiteData,
     }
     let lengths: Vec<usize> = matrices.iter().map(DMatrix::ncols).collect();
     let total = lengths.iter().sum();
-    let mut x = DMatrix::zeros(mask.voxels(), total);
+    let mut xt = DMatrix::zeros(total, mask.voxels());
     let mut start = 0;
     for m in &matrices {
-        x.columns_mut(start, m.ncols()).copy_from(m);
+        xt.rows_mut(start, m.ncols()).tr_copy_from(m);
         start += m.ncols();
     }
-    SiteData::new(x, lengths).map_err(|e| NiftiError::Parse(e.to_string()))
+    SiteData::from_transposed(xt, lengths).map_err(|e| NiftiError::Parse(e.to_string()))
 }

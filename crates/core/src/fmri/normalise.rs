@@ -26,31 +26,39 @@ pub struct NormaliseReport {
 /// Demeans each subject of `site`, multiplies by `scale` and clips every time point to
 /// ‖x_n‖₂ ≤ 1, in place.
 pub fn normalise_site(site: &mut SiteData, scale: f64) -> NormaliseReport {
+    // Rows of `xt` are time points, columns voxels (see `SiteData`): a subject is a block of
+    // rows, and each voxel's course within it is a contiguous run.
     let mut start = 0;
     for &len in &site.subject_lengths {
-        let mut block = site.x.columns_mut(start, len);
-        let mean = block.column_mean();
-        for mut col in block.column_iter_mut() {
-            col -= &mean;
+        for mut course in site.xt.column_iter_mut() {
+            let mut block = course.rows_mut(start, len);
+            let mean = block.iter().sum::<f64>() / len as f64;
+            block.add_scalar_mut(-mean);
         }
         start += len;
     }
-    site.x *= scale;
-    let clipped = clip_columns(&mut site.x);
+    site.xt *= scale;
+    let clipped = clip_time_points(&mut site.xt);
     NormaliseReport { clipped, samples: site.samples() }
 }
 
-/// Scales every column with norm above 1 back to norm 1; returns how many were scaled.
-pub fn clip_columns(x: &mut nalgebra::DMatrix<f64>) -> usize {
-    let mut clipped = 0;
-    for mut col in x.column_iter_mut() {
-        let norm = col.norm();
-        if norm > 1.0 {
-            col /= norm;
-            clipped += 1;
+/// Scales every row (time point) of X_sᵀ with norm above 1 back to norm 1; returns how many
+/// were scaled. Works down the columns, so every pass is contiguous.
+pub fn clip_time_points(xt: &mut nalgebra::DMatrix<f64>) -> usize {
+    let mut norm_sq = vec![0.0; xt.nrows()];
+    for course in xt.column_iter() {
+        for (acc, v) in norm_sq.iter_mut().zip(course.iter()) {
+            *acc += v * v;
         }
     }
-    clipped
+    // Dividing by 1 leaves a value exactly as it is.
+    let norms: Vec<f64> = norm_sq.iter().map(|&s| if s > 1.0 { s.sqrt() } else { 1.0 }).collect();
+    for mut course in xt.column_iter_mut() {
+        for (v, &norm) in course.iter_mut().zip(&norms) {
+            *v /= norm;
+        }
+    }
+    norm_sq.iter().filter(|&&s| s > 1.0).count()
 }
 
 #[cfg(test)]
@@ -75,7 +83,7 @@ mod tests {
             6,
             &[-0.5, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0],
         );
-        assert_eq!(site.x, expected);
+        assert_eq!(site.x(), expected);
         assert_eq!(report, NormaliseReport { clipped: 2, samples: 6 });
     }
 }

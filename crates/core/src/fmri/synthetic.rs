@@ -223,7 +223,10 @@ pub fn generate_subjects(
     let scale = config.signal_rms / (r as f64).sqrt();
     // A voxel's typical signal is signal_rms/√D; `noise` is relative to it.
     let noise_sd = config.noise * config.signal_rms / (d as f64).sqrt();
-    let mut x = DMatrix::zeros(d, count * len);
+    // Each subject's D×N_m block as the model writes it (the noise drawn in that order), then
+    // stored transposed (`SiteData::xt`).
+    let mut xt = DMatrix::zeros(count * len, d);
+    let mut block = DMatrix::zeros(d, len);
     let mut sources = DMatrix::zeros(r, len);
     for m in 0..count {
         let mut rng = derive(sources_seed, &format!("fmri/subject/{}", first_subject + m));
@@ -231,15 +234,15 @@ pub fn generate_subjects(
             let series = garch_series(&mut rng, len, config.garch, config.innovations);
             sources.row_mut(k).copy_from_slice(&series);
         }
-        let mut block = x.columns_mut(m * len, len);
         block.gemm(scale, mixing, &sources, 0.0);
         if noise_sd > 0.0 {
             for v in block.iter_mut() {
                 *v += noise_sd * rng.sample::<f64, _>(StandardNormal);
             }
         }
+        xt.rows_mut(m * len, len).tr_copy_from(&block);
     }
-    let mut site = SiteData::new(x, vec![len; count])?;
+    let mut site = SiteData::from_transposed(xt, vec![len; count])?;
     // The data are already at the intended scale; normalise demeans and clips.
     let report = normalise_site(&mut site, 1.0);
     Ok((site, report))

@@ -96,21 +96,22 @@ pub struct PcaResult {
 }
 
 /// C_s = (1/N_s)·X_s·X_sᵀ, D×D: faer's triangular product computes the lower half only (half
-/// the multiply-adds of a full product; Xᵀ is a strided view, not a copy), then it is mirrored.
-/// Sequential, so the result does not depend on the machine's cores.
-pub fn site_covariance(x: &DMatrix<f64>) -> DMatrix<f64> {
+/// the multiply-adds of a full product), then it is mirrored. It reads the stored X_sᵀ for both
+/// factors, each voxel's course contiguous (`SiteData::xt`). Sequential, so the result does not
+/// depend on the machine's cores.
+pub fn site_covariance(site: &SiteData) -> DMatrix<f64> {
     use faer::linalg::matmul::triangular::{BlockStructure, matmul};
     use faer::{Accum, MatMut, MatRef, Par};
-    let (d, n) = x.shape();
+    let (n, d) = site.xt.shape();
     let mut c = DMatrix::zeros(d, d);
-    let xf = MatRef::from_column_major_slice(x.as_slice(), d, n);
+    let xt = MatRef::from_column_major_slice(site.xt.as_slice(), n, d);
     matmul(
         MatMut::from_column_major_slice_mut(c.as_mut_slice(), d, d),
         BlockStructure::TriangularLower,
         Accum::Replace,
-        xf,
+        xt.transpose(),
         BlockStructure::Rectangular,
-        xf.transpose(),
+        xt,
         BlockStructure::Rectangular,
         1.0 / n as f64,
         Par::Seq,
@@ -123,26 +124,26 @@ pub fn site_covariance(x: &DMatrix<f64>) -> DMatrix<f64> {
     c
 }
 
-/// K·X_s: a site's samples in the released subspace (R×N_s from the R×D projection K and the
-/// D×N_s data). faer's product: twice nalgebra's rate at R = 20, D = 900 (33 against 17 GFLOP/s,
-/// measured for issue 14). Sequential, so the result does not depend on the machine's cores.
+/// K·X_s: a site's samples in the released subspace (R×N_s from the R×D projection K). faer's
+/// product X_sᵀ·Kᵀ on the stored transpose, then turned: about twice nalgebra's K·X_s at R = 20,
+/// D = 900 (issue 14). Sequential, so the result does not depend on the machine's cores.
 ///
 /// # Panics
-/// If K's columns and X's rows disagree (both come from the same study).
-pub fn project(k: &DMatrix<f64>, x: &DMatrix<f64>) -> DMatrix<f64> {
+/// If K's columns and the site's voxels disagree (both come from the same study).
+pub fn project(k: &DMatrix<f64>, site: &SiteData) -> DMatrix<f64> {
     use faer::{Accum, MatMut, MatRef, Par};
-    let ((r, d), n) = (k.shape(), x.ncols());
-    assert_eq!(d, x.nrows(), "project: K is {r}×{d}, X has {} rows", x.nrows());
-    let mut out = DMatrix::zeros(r, n);
+    let ((r, d), (n, voxels)) = (k.shape(), site.xt.shape());
+    assert_eq!(d, voxels, "project: K is {r}×{d}, the site has {voxels} voxels");
+    let mut out_t = DMatrix::zeros(n, r);
     faer::linalg::matmul::matmul(
-        MatMut::from_column_major_slice_mut(out.as_mut_slice(), r, n),
+        MatMut::from_column_major_slice_mut(out_t.as_mut_slice(), n, r),
         Accum::Replace,
-        MatRef::from_column_major_slice(k.as_slice(), r, d),
-        MatRef::from_column_major_slice(x.as_slice(), d, n),
+        MatRef::from_column_major_slice(site.xt.as_slice(), n, d),
+        MatRef::from_column_major_slice(k.as_slice(), r, d).transpose(),
         1.0,
         Par::Seq,
     );
-    out
+    out_t.transpose()
 }
 
 /// The number of entries in the upper triangle including the diagonal, D(D+1)/2.
@@ -231,7 +232,7 @@ pub fn cape_pca(
     let releases: Vec<DMatrix<f64>> = crate::par::map_sites(sites, |s, site| {
         let mut rng = seed.rng(&format!("site/{s}/pca-noise"));
         site_release(
-            &site_covariance(&site.x),
+            &site_covariance(site),
             config.scheme,
             zero_sum.as_ref().map(|z| z[s].as_slice()),
             taus[s],

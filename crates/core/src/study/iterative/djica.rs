@@ -159,7 +159,7 @@ impl SiteStep for DjicaStudySite {
         let k = task.check()?;
         check_data(&self.data, task.voxels)?;
         self.site =
-            Some(DjicaSite::gradient_only(crate::pca::project(&k, &self.data.x), task.precision));
+            Some(DjicaSite::gradient_only(crate::pca::project(&k, &self.data), task.precision));
         self.task = Some(task.clone());
         Ok(StepShape {
             len: task.statistic_len(),

@@ -199,7 +199,7 @@ impl SiteStep for PcaSite {
         if self.sensitivity.is_none() {
             return Err("the site was not prepared".into());
         }
-        Ok(upper_triangle(&site_covariance(&self.data.x)))
+        Ok(upper_triangle(&site_covariance(&self.data)))
     }
 }
 
@@ -211,8 +211,8 @@ pub(super) fn check_data(data: &SiteData, voxels: usize) -> Result<(), String> {
     if data.samples() == 0 {
         return Err("the site holds no time points".into());
     }
-    if let Some(i) = data.x.iter().position(|v| !v.is_finite()) {
-        let (voxel, time) = (i % voxels, i / voxels);
+    if let Some(i) = data.xt.iter().position(|v| !v.is_finite()) {
+        let (time, voxel) = (i % data.samples(), i / data.samples());
         return Err(format!("voxel {voxel} at time point {time} is not finite"));
     }
     Ok(())
