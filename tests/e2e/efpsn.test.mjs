@@ -53,8 +53,7 @@ describe('EFPSN over the real relay', { concurrency: false }, () => {
     ({ relay, browser } = await startRelayAndBrowser());
     ({ dashboard, tabs, sites } = await openRoomWithSites(browser, await relay.url, SITE_NAMES));
     for (const site of sites) {
-      await openFold(site.tab.page, 'fold-nn');
-      await site.tab.page.setChecked('[data-testid="allow-nonprivate"]', true);
+            await site.tab.page.setChecked('[data-testid="allow-nonprivate"]', true);
     }
     // Agent D's own labelled rows: the last 300 images of digits, as a user would paste them.
     const { page } = sites[3].tab;

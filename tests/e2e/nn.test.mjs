@@ -123,8 +123,7 @@ describe('CAPE gradient descent over the real relay', { concurrency: false }, ()
     const { page } = dashboard;
     const [labA, labB, labC, labD] = sites;
     for (const site of [labA, labB, labC]) {
-      await openFold(site.tab.page, 'fold-nn');
-      await site.tab.page.setChecked('[data-testid="allow-nonprivate"]', true);
+            await site.tab.page.setChecked('[data-testid="allow-nonprivate"]', true);
     }
     const before = await Promise.all(sites.map(ledgerCount));
     const jNonPrivate = 10;

@@ -19,10 +19,10 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::frame::dashboard::{DashboardView, FinishedRound, LiveStudy};
 use crate::ledger_report::LedgerReport;
-use crate::study_driver::dashboard::{DashboardView, FinishedRound, LiveStudy};
-use crate::study_driver::nn_run::{NnFinished, NnLive};
-use crate::study_view::export::round_json;
+use crate::studies::mean::export::round_json;
+use crate::studies::nn::run::{NnFinished, NnLive};
 use crate::transport::Hello;
 use capelab_core::study::mean::StudyResult;
 use capelab_core::wire::{ParticipantId, Role};

@@ -39,6 +39,9 @@ pub struct LedgerReport {
     pub release_count: usize,
     /// The newest releases, oldest first.
     pub releases: Vec<ReportedRelease>,
+    /// Whether the site's user allows non-private comparison runs, in any study (the one switch
+    /// on its page): the dashboard offers comparison runs by default only when every site does.
+    pub allows_comparisons: bool,
 }
 
 /// One release: which study, which label, and the running total after it.
@@ -73,7 +76,13 @@ impl LedgerReport {
                     epsilon_after: e.epsilon_after,
                 })
                 .collect(),
+            allows_comparisons: false,
         }
+    }
+
+    /// The same report with the site's consent to comparison runs.
+    pub fn with_consent(self, allows_comparisons: bool) -> Self {
+        LedgerReport { allows_comparisons, ..self }
     }
 
     pub fn encode(&self) -> Vec<u8> {

@@ -84,6 +84,20 @@ pub fn save_seed(name: &str, seed: u64) {
     let _ = LocalStorage::raw().set_item(&seed_key(name), &seed.to_string());
 }
 
+/// Whether site `name`'s user allows non-private comparison runs (off unless they said so).
+pub fn load_consent(name: &str) -> bool {
+    LocalStorage::raw().get_item(&consent_key(name)).ok().flatten().as_deref() == Some("yes")
+}
+
+/// Keeps the user's answer for the next visit; a refusal to store only means asking again.
+pub fn save_consent(name: &str, allows: bool) {
+    let _ = LocalStorage::raw().set_item(&consent_key(name), if allows { "yes" } else { "no" });
+}
+
+pub fn consent_key(site: &str) -> String {
+    format!("capelab.comparison-consent.v1.{site}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

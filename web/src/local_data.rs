@@ -187,7 +187,7 @@ pub fn parse_table(text: &str) -> Result<Table, TableError> {
 }
 
 /// Reads rows of finite numbers at any scale: a raw CSV for the regression study, which maps it
-/// into FM's domain with the dashboard's public bounds ([`crate::public_bounds`]).
+/// into FM's domain with the dashboard's public bounds ([`crate::studies::regression::public_bounds`]).
 pub fn parse_raw_table(text: &str) -> Result<Table, TableError> {
     read_rows(text).map(|(table, _)| table)
 }

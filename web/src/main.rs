@@ -16,21 +16,22 @@ Components render signals and never run protocol steps: protocols live in `capel
 
 mod app;
 mod components;
+mod crash;
 mod dashboard_archive;
 mod download;
 mod fetch;
+mod frame;
 mod ledger_report;
 mod ledger_store;
 mod local_data;
+mod numbers;
 mod page_url;
-mod public_bounds;
 mod room_code;
 mod roster;
 mod routes;
 mod saved_seat;
 mod session;
-mod study_driver;
-mod study_view;
+mod studies;
 mod transport;
 mod worker;
 
@@ -39,6 +40,6 @@ fn main() {
     if web_sys::window().is_none() {
         return;
     }
-    console_error_panic_hook::set_once();
+    crash::install();
     leptos::mount::mount_to_body(app::App);
 }

@@ -11,7 +11,7 @@ reload walks back into the room as the same participant (`saved_seat.rs`).
 
 A protocol driver attaches here, next to the roster ([`RoomState::attach`]): it sees every event
 after the roster has, and sends through [`RoomState::transport`]. The private-mean study's drivers
-(`study_driver/`) are the ones the app has.
+(`frame/dashboard.rs`, `frame/site.rs`) are the ones the app has.
 */
 
 use std::rc::Rc;
@@ -39,6 +39,9 @@ pub struct RoomState {
     pub roster: RwSignal<Roster>,
     /// Messages of frames the relay refused, newest last, for the user to read.
     pub refusals: RwSignal<Vec<String>>,
+    /// What other participants told the whole room about themselves (a tab that hit an internal
+    /// error, [`crate::crash`]), newest last.
+    pub notices: RwSignal<Vec<String>>,
     transport: StoredValue<Option<WsTransport>, LocalStorage>,
     hook: StoredValue<Option<EventHook>, LocalStorage>,
 }
@@ -58,6 +61,7 @@ impl RoomState {
             me: RwSignal::new(None),
             roster: RwSignal::new(Roster::default()),
             refusals: RwSignal::new(Vec::new()),
+            notices: RwSignal::new(Vec::new()),
             transport: StoredValue::new_local(None),
             hook: StoredValue::new_local(None),
         };
@@ -69,6 +73,7 @@ impl RoomState {
         };
         let wake = Trigger::new();
         let transport = WsTransport::connect(url, hello, move || wake.notify());
+        crate::crash::watch(transport.downgrade());
         state.transport.set_value(Some(transport));
         Effect::new(move || {
             wake.track();
@@ -129,6 +134,22 @@ impl RoomState {
                         r.push(message);
                         let excess = r.len().saturating_sub(MAX_REFUSALS_SHOWN);
                         r.drain(..excess);
+                    });
+                }
+                TransportEvent::Message { from, kind, payload }
+                    if kind == crate::crash::NOTICE_KIND =>
+                {
+                    let who = self.roster.with_untracked(|r| {
+                        r.members()
+                            .iter()
+                            .find(|m| m.peer.id == from)
+                            .map(|m| crate::roster::display_name(&m.peer))
+                    });
+                    let who = who.unwrap_or_else(|| format!("Participant {from}"));
+                    self.notices.update(|n| {
+                        n.push(crate::crash::notice_sentence(&who, &payload));
+                        let excess = n.len().saturating_sub(MAX_REFUSALS_SHOWN);
+                        n.drain(..excess);
                     });
                 }
                 // Protocol traffic is the attached driver's (see the module docs).

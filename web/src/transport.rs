@@ -105,10 +105,41 @@ impl WsTransport {
         self.inner.borrow().link.identity().cloned()
     }
 
+    /// A handle that does not keep the connection open.
+    pub fn downgrade(&self) -> WeakTransport {
+        WeakTransport(Rc::downgrade(&self.inner))
+    }
+
     /// Leaves the room for good: closes the socket and stops reconnecting.
     pub fn leave(&self) {
         let step = self.inner.borrow_mut().link.leave();
         apply(&self.inner, step);
+    }
+}
+
+/// A [`WsTransport`] that may be gone: what the crash handler holds ([`crate::crash`]).
+#[derive(Clone)]
+pub struct WeakTransport(Weak<RefCell<Inner>>);
+
+impl WeakTransport {
+    /// Sends one frame to the whole room at once (past the pacer) and closes the socket without
+    /// reconnecting: a crashing tab's last words. Never panics and never waits: when the
+    /// transport is busy (borrowed at the moment of the crash) nothing is sent, and the close
+    /// alone tells the room. The relay keeps the seat for a while, so a reload resumes it.
+    pub fn last_words(&self, kind: &str, payload: &[u8]) {
+        let Some(this) = self.0.upgrade() else { return };
+        let Ok(mut inner) = this.try_borrow_mut() else { return };
+        if let (Ok(text), Some(socket)) =
+            (inner.link.prepare_send(To::All, kind, payload), inner.socket.as_ref())
+        {
+            let _ = socket.ws.send_with_str(&text);
+        }
+        inner.retry = None;
+        inner.flush = None;
+        inner.pacer = None;
+        // Dropping the socket closes it (code 1000); the link is told nothing, so it never
+        // reconnects from this broken instance.
+        inner.socket = None;
     }
 }
 

@@ -492,6 +492,43 @@ fn over_budget(
     )
 }
 
+/// How far a refused release is over a site's budget: what its user would raise the budget to.
+/// A site that declines a study for its budget sends this along, so the dashboard can say which
+/// budget to raise and by how much without seeing the ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Shortfall {
+    /// The budget's ε now.
+    pub budget: f64,
+    /// The total ε the site would reach with the release, at the budget's δ: the least budget ε
+    /// that admits it. `None` when the budget's δ is what runs out (no ε would do: raise δ).
+    pub needed: Option<f64>,
+    /// The budget's δ.
+    pub delta: f64,
+}
+
+impl Shortfall {
+    /// How much the budget's ε would have to grow (`None`: δ is what runs out).
+    pub fn raise_by(&self) -> Option<f64> {
+        self.needed.map(|n| (n - self.budget).max(0.0))
+    }
+}
+
+impl LedgerError {
+    /// The shortfall, when the ledger refused a release for its budget.
+    pub fn shortfall(&self) -> Option<Shortfall> {
+        match self {
+            LedgerError::InsufficientBudget { spent_after, budget, delta, basic_delta, .. } => {
+                Some(Shortfall {
+                    budget: *budget,
+                    needed: (!delta_exhausted(*basic_delta, *delta)).then_some(*spent_after),
+                    delta: *delta,
+                })
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The body of [`LedgerError::BudgetBelowSpend`]'s message.
 fn below_spend(spent: f64, delta: f64, basic_delta: f64) -> String {
     if !delta_exhausted(basic_delta, delta) {

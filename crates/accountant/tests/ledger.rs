@@ -65,6 +65,13 @@ fn over_budget_request_is_refused_and_the_ledger_is_unchanged() {
         }
         other => panic!("expected InsufficientBudget, got {other:?}"),
     }
+    // the least budget that admits it is the total it would reach: raising to it is enough
+    let shortfall = err.shortfall().expect("a budget refusal has a shortfall");
+    assert_eq!((shortfall.budget, shortfall.needed), (3.0, Some(preview.spent_after)));
+    assert!((shortfall.raise_by().unwrap() - (preview.spent_after - 3.0)).abs() < 1e-12);
+    let mut raised = before.clone();
+    raised.set_budget(Budget::new(preview.spent_after, 1e-5).unwrap()).unwrap();
+    assert!(raised.try_spend(release("ica", "capeDJICA", 3.0, 1000, 3_000)).is_ok());
     let msg = err.to_string();
     assert!(msg.contains("insufficient privacy budget") && msg.contains("capeDJICA"), "{msg}");
     assert!(msg.contains("by PLD, the tightest bound"), "{msg}");
@@ -359,6 +366,9 @@ fn a_release_that_uses_up_the_budget_delta_is_refused() {
         }
         other => panic!("expected InsufficientBudget, got {other:?}"),
     }
+    // δ runs out: no ε would admit it, so the shortfall names none
+    let shortfall = err.shortfall().expect("a budget refusal has a shortfall");
+    assert_eq!((shortfall.needed, shortfall.raise_by(), shortfall.delta), (None, None, 1e-5));
     let msg = err.to_string();
     assert!(msg.contains("insufficient privacy budget") && msg.contains("efpsn run"), "{msg}");
     assert!(msg.contains("leaves nothing of the budget's δ = 1e-5"), "{msg}");

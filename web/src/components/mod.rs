@@ -9,4 +9,3 @@ pub mod present;
 pub mod qr;
 pub mod refusals;
 pub mod session_card;
-pub mod study;

@@ -1,4 +1,5 @@
-//! What went wrong, in the relay's own words: why the link gave up, and refused frames.
+//! What went wrong, in the relay's own words (why the link gave up, refused frames), and what
+//! other participants told the room (a tab that hit an internal error).
 
 use leptos::prelude::*;
 
@@ -32,10 +33,18 @@ pub fn RelayNotices(state: RoomState) -> impl IntoView {
             })
             .collect_view()
     };
+    let notices = move || {
+        state
+            .notices
+            .get()
+            .into_iter()
+            .map(|text| view! { <li class="callout callout-warn" data-testid="room-notice">{text}</li> })
+            .collect_view()
+    };
     view! {
         <div class="notices">
             {failure}
-            <ul class="notice-list">{refusals}</ul>
+            <ul class="notice-list" aria-live="polite">{notices}{refusals}</ul>
         </div>
     }
 }

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use crate::dashboard_archive::{self, ArchivedStudy, StudyState};
 use crate::download;
-use crate::study_driver::dashboard::DashboardView;
+use crate::frame::dashboard::DashboardView;
 
 /// Lists `earlier` (`data-testid="earlier-study"`, with `data-kind` and `data-state`) when there is
 /// any, and offers the session's download (`data-testid="session-download"`).

@@ -13,14 +13,14 @@ use crate::components::present::Presenter;
 use crate::components::qr::QrCode;
 use crate::components::refusals::RelayNotices;
 use crate::components::session_card::SessionCard;
-use crate::components::study::frame::StudyFrame;
-use crate::components::study::privacy_panel::PrivacyPanel;
-use crate::components::study::registry::STUDIES;
-use crate::components::study::wire_panel::WirePanel;
 use crate::dashboard_archive;
+use crate::frame::dashboard::DashboardStudy;
+use crate::frame::picker::StudyFrame;
+use crate::frame::privacy_panel::PrivacyPanel;
+use crate::frame::wire_panel::WirePanel;
 use crate::page_url::{self, join_link, page_is_on_loopback};
 use crate::session::RoomState;
-use crate::study_driver::dashboard::DashboardStudy;
+use crate::studies::registry::STUDIES;
 use crate::transport::{Hello, LinkStatus};
 
 /// A room's dashboard: creates the room (`Hello::Create`), or re-enters it after a reload.

@@ -8,18 +8,19 @@ use crate::components::connection_badge::ConnectionBadge;
 use crate::components::fold::Fold;
 use crate::components::presence_list::PresenceList;
 use crate::components::refusals::RelayNotices;
-use crate::components::study::efpsn_site_panel::EfpsnSitePanel;
-use crate::components::study::ica_site_panel::{IcaSitePanel, OwnDataCard};
-use crate::components::study::ledger_panel::LedgerPanel;
-use crate::components::study::local_data_panel::LocalDataPanel;
-use crate::components::study::nn_site_panel::{NnOptIn, NnSitePanel};
-use crate::components::study::site_study_panel::SiteStudyPanel;
-use crate::components::study::vvi_own_card::VviOwnCard;
-use crate::components::study::vvi_site_panel::VviSitePanel;
+use crate::frame::consent::ComparisonConsent;
+use crate::frame::ledger_panel::LedgerPanel;
+use crate::frame::local_data_panel::LocalDataPanel;
+use crate::frame::site::{SiteStudy, SiteStudyKind};
 use crate::local_data::DataSource;
 use crate::roster::display_name;
 use crate::session::RoomState;
-use crate::study_driver::site::SiteStudy;
+use crate::studies::efpsn::site_panel::EfpsnSitePanel;
+use crate::studies::ica::site_panel::{IcaSitePanel, OwnDataCard};
+use crate::studies::mean::site_panel::SiteStudyPanel;
+use crate::studies::nn::site_panel::NnSitePanel;
+use crate::studies::vertical_vi::own_card::VviOwnCard;
+use crate::studies::vertical_vi::site_panel::VviSitePanel;
 use crate::transport::{Hello, LinkStatus};
 
 /// A site in room `room`, entered as `hello` says (a fresh join, or a reloaded tab resuming).
@@ -46,8 +47,6 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
     };
     // Which studies this tab has seen: their panels come first, and the settings they need open.
     let mean_seen = move || study.view.study.with(Option::is_some);
-    let iterative_seen =
-        move || study.view.nn.with(Option::is_some) || study.view.ica.with(Option::is_some);
     let data_hint = move || {
         study.view.data.with(|d| match d {
             DataSource::Seeded { seed } => format!("generated from seed {seed}"),
@@ -74,9 +73,6 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
         ica_fold_open.get()
             || study.view.ica.with(Option::is_some)
             || study.view.ica_file.with(Option::is_some)
-    };
-    let nn_hint = move || {
-        if study.view.allow_nonprivate.get() { "opted in" } else { "not opted in" }.to_owned()
     };
     view! {
         <header class="topbar">
@@ -106,14 +102,25 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
                     <p class="muted">{move || if failed() { "Not in the room." } else { "Joining…" }}</p>
                 </Show>
             </section>
-            <Show when=move || mean_seen() || !iterative_seen()>
-                <SiteStudyPanel study />
-            </Show>
-            <NnSitePanel study />
-            <IcaSitePanel study />
-            <EfpsnSitePanel study />
-            <VviSitePanel study />
+            // One story: the study this tab takes part in (its latest), or that it waits for
+            // one; earlier studies live on in the ledger below.
+            {move || match study.view.current.get() {
+                None => view! {
+                    <section class="card site-study" data-testid="site-study">
+                        <p class="live-phase" data-testid="site-phase" data-phase="idle">
+                            "Waiting for the dashboard to start a study."
+                        </p>
+                    </section>
+                }
+                .into_any(),
+                Some(SiteStudyKind::Round) => view! { <SiteStudyPanel study /> }.into_any(),
+                Some(SiteStudyKind::Nn) => view! { <NnSitePanel study /> }.into_any(),
+                Some(SiteStudyKind::Ica) => view! { <IcaSitePanel study /> }.into_any(),
+                Some(SiteStudyKind::Efpsn) => view! { <EfpsnSitePanel study /> }.into_any(),
+                Some(SiteStudyKind::VerticalVi) => view! { <VviSitePanel study /> }.into_any(),
+            }}
             <LedgerPanel study />
+            <ComparisonConsent study />
             <section class="card peers" class:stale=move || !connected()>
                 <h2>"In this room"</h2>
                 <Show when=move || !connected() && state.me.get().is_some()>
@@ -137,10 +144,6 @@ pub fn Site(room: String, hello: Hello, leave: Callback<()>) -> impl IntoView {
                 <Fold title="Vertical study: your own columns" testid="fold-vvi-own"
                     hint=Signal::derive(vvi_hint) open=Signal::derive(move || study.view.vvi_own.with(Option::is_some))>
                     <VviOwnCard study />
-                </Fold>
-                <Fold title="Neural network: non-private runs" testid="fold-nn"
-                    hint=Signal::derive(nn_hint) open=Signal::derive(|| false)>
-                    <NnOptIn study />
                 </Fold>
             </div>
         </main>

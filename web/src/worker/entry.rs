@@ -7,8 +7,8 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-use super::protocol::{FromWorker, ToWorker};
-use super::state::WorkerState;
+use crate::worker::protocol::{FromWorker, ToWorker};
+use crate::worker::state::WorkerState;
 
 thread_local! {
     static STATE: RefCell<WorkerState> = RefCell::new(WorkerState::default());
@@ -17,7 +17,12 @@ thread_local! {
 /// Called by the worker's bootstrap script once the module is initialised.
 #[wasm_bindgen]
 pub fn capelab_worker_main() {
-    console_error_panic_hook::set_once();
+    // A panic here would leave the tab waiting forever: the page hears of it and reports it
+    // ([`crate::crash`]).
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        post(&FromWorker::Crashed(crate::crash::describe(info)));
+    }));
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let replies = match serde_wasm_bindgen::from_value::<ToWorker>(event.data()) {

@@ -4,7 +4,7 @@ and hands its messages to a callback.
 
 The worker runs the app's own module (no second build): a tiny module script, made here as a
 `blob:` URL, imports the bundle trunk emitted (found from the page's `modulepreload` link),
-initialises it and calls [`super::entry::capelab_worker_main`]. The app's `main` returns at once
+initialises it and calls [`crate::worker::entry::capelab_worker_main`]. The app's `main` returns at once
 outside a window, so no UI is mounted in the worker.
 */
 
@@ -15,7 +15,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{Blob, BlobPropertyBag, MessageEvent, Url, Worker, WorkerOptions, WorkerType};
 
-use super::protocol::{FromWorker, ToWorker};
+use crate::worker::protocol::{FromWorker, ToWorker};
 
 pub struct WorkerHost {
     worker: Worker,

@@ -17,12 +17,7 @@ The main thread keeps the websocket and the ledger's storage: it forwards study 
 worker and sends what the worker answers; the worker posts the ledger back after every release.
 */
 
-pub mod aggregator;
-pub mod efpsn;
-pub mod engine;
 pub mod entry;
 pub mod host;
 pub mod protocol;
 pub mod state;
-pub mod view;
-pub mod vvi;

@@ -8,8 +8,8 @@ use capelab_core::driver::Outgoing;
 use capelab_core::wire::{ParticipantId, To};
 use serde::{Deserialize, Serialize};
 
-use crate::study_driver::ica_form::IcaForm;
-use crate::study_driver::ica_run::IcaLive;
+use crate::studies::ica::form::IcaForm;
+use crate::studies::ica::run::IcaLive;
 
 /// Main thread → worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -80,7 +80,7 @@ pub enum ToWorker {
         #[serde(with = "bytes")]
         payload: Vec<u8>,
         ledger_json: String,
-        data: Option<crate::study_driver::vvi_run::VviData>,
+        data: Option<crate::studies::vertical_vi::run::VviData>,
         /// The absolute address of the table's file, when the party fetches one (a worker
         /// started from a `blob:` URL cannot resolve the page's relative addresses).
         file_url: Option<String>,
@@ -169,9 +169,11 @@ pub enum FromWorker {
     /// The ledger after the role recorded a release: the tab saves and reports it.
     Ledger { json: String },
     /// What the site's panel shows.
-    View(Box<super::view::IcaSiteView>),
+    View(Box<crate::studies::ica::site_view::IcaSiteView>),
     /// An input the role refused, in words.
     Refused(String),
+    /// The worker hit an internal error (a panic) and can do nothing more: the page reports it.
+    Crashed(String),
     /// The dashboard's study as it stands (after every input).
     IcaLive(Box<IcaLive>),
     /// When the aggregators next need the timer (`Date.now()` milliseconds), if ever.
@@ -179,9 +181,9 @@ pub enum FromWorker {
     /// The study could not start (nothing was sent).
     IcaStartFailed(String),
     /// What the site's EFPSN panel shows.
-    EfpsnView(Box<super::efpsn::EfpsnSiteView>),
+    EfpsnView(Box<crate::studies::efpsn::worker::EfpsnSiteView>),
     /// What the site's vertical synthetic-data panel shows.
-    VviView(Box<super::vvi::VviSiteView>),
+    VviView(Box<crate::studies::vertical_vi::worker::VviSiteView>),
     /// The worker should fetch this file and hand it back as [`ToWorker::VviTable`] (done in
     /// the worker's entry, never posted to the tab).
     Fetch { url: String },

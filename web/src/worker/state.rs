@@ -5,12 +5,12 @@ use capelab_core::data::Dataset;
 use capelab_core::efpsn::problem::labelled_csv;
 use capelab_core::study::efpsn::AgentData;
 
-use super::aggregator::DashboardRun;
-use super::efpsn::EfpsnEngine;
-use super::engine::Engine;
-use super::protocol::{FromWorker, ToWorker};
-use super::vvi::VviEngine;
 use crate::local_data::LabelledRows;
+use crate::studies::efpsn::worker::EfpsnEngine;
+use crate::studies::ica::worker_dashboard::DashboardRun;
+use crate::studies::ica::worker_site::Engine;
+use crate::studies::vertical_vi::worker::VviEngine;
+use crate::worker::protocol::{FromWorker, ToWorker};
 
 /// The rows a site's EFPSN agent optimises on: its own table when it has one, else its part of
 /// the shared table `csv`.
@@ -126,8 +126,8 @@ mod tests {
     use capelab_core::wire::{ParticipantId, To};
 
     use super::*;
-    use crate::study_driver::ica_form::IcaFields;
-    use crate::study_driver::ica_run::IcaLive;
+    use crate::studies::ica::form::IcaFields;
+    use crate::studies::ica::run::IcaLive;
 
     const DASHBOARD: ParticipantId = 1;
     const SITES: [ParticipantId; 3] = [2, 3, 4];

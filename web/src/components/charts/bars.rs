@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::scale::Scale;
-use super::svg::{self, INK, MUTED, Plot, Swatch};
+use crate::components::charts::scale::Scale;
+use crate::components::charts::svg::{self, INK, MUTED, Plot, Swatch};
 
 /// One series: a value per category (in the spec's category order).
 #[derive(Clone, Debug, PartialEq)]

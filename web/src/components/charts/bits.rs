@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::svg::{self, INK, MUTED};
+use crate::components::charts::svg::{self, INK, MUTED};
 
 /// Rows of ring vectors under one heading.
 #[derive(Clone, Debug, PartialEq)]

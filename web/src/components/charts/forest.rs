@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use super::scale::{Scale, format_value};
-use super::svg::{self, GRID, INK, MUTED, Plot, Swatch};
+use crate::components::charts::scale::{Scale, format_value};
+use crate::components::charts::svg::{self, GRID, INK, MUTED, Plot, Swatch};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ForestRow {

@@ -8,7 +8,7 @@ rasterises to PNG like the other charts.
 
 use std::fmt::Write;
 
-use super::svg::{self, INK, MUTED};
+use crate::components::charts::svg::{self, INK, MUTED};
 
 /// One image: `width × height` values, row-major (row 0 on top).
 #[derive(Clone, Debug, PartialEq)]

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use super::scale::{Scale, format_value};
-use super::svg::{self, INK, MUTED, Plot, Swatch};
+use crate::components::charts::scale::{Scale, format_value};
+use crate::components::charts::svg::{self, INK, MUTED, Plot, Swatch};
 
 /// One line.
 #[derive(Clone, Debug, PartialEq)]

@@ -6,7 +6,7 @@ classes), so the same markup renders in the page, downloads as `.svg` and raster
 
 use std::fmt::Write;
 
-use super::scale::Scale;
+use crate::components::charts::scale::Scale;
 
 /// Okabe–Ito colours: distinguishable with the common colour-vision deficiencies and on a
 /// projector. Yellow is left out (unreadable on white).
@@ -205,6 +205,35 @@ pub fn note(out: &mut String, top: f64, text: &str) -> f64 {
     lines.len() as f64 * 18.0
 }
 
+/// The smallest text a presenter chart carries, in SVG units: the presenter's frame shows a
+/// chart at least about 1.1 times its [`WIDTH`] at 1280×800, so this is 20 px or more there,
+/// legible from the back of a room.
+pub const PRESENTER_MIN_TEXT: f64 = 18.0;
+
+/// The same chart for the presenter view: every text at least [`PRESENTER_MIN_TEXT`] units
+/// (titles stay the largest). The layout is the chart's own, so long labels are the chart's to
+/// keep short.
+pub fn for_presenter(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len() + 64);
+    let mut rest = svg;
+    while let Some(at) = rest.find("font-size=\"") {
+        let (head, tail) = rest.split_at(at + "font-size=\"".len());
+        out.push_str(head);
+        let end = tail.find('"').unwrap_or(0);
+        let size = tail[..end].parse::<f64>().map_or_else(
+            |_| tail[..end].to_owned(),
+            |v| {
+                let v = if v >= 20.0 { v + 4.0 } else { v.max(PRESENTER_MIN_TEXT) };
+                format!("{v}")
+            },
+        );
+        out.push_str(&size);
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +282,16 @@ mod tests {
         assert!(out.contains(">10⁻³</text>") && out.contains(">a&lt;b</text>"));
         assert!(out.contains("stroke-dasharray"));
         assert!(out.ends_with("</svg>"));
+    }
+
+    #[test]
+    fn presenter_charts_have_no_small_text() {
+        let svg = r#"<svg><text font-size="13">a</text><text font-size="20">T</text><text font-size="15.5">b</text></svg>"#;
+        let big = for_presenter(svg);
+        assert_eq!(
+            big,
+            r#"<svg><text font-size="18">a</text><text font-size="24">T</text><text font-size="18">b</text></svg>"#
+        );
     }
 
     #[test]

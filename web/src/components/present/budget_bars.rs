@@ -5,9 +5,9 @@ use capelab_core::wire::Role;
 use leptos::prelude::*;
 
 use crate::components::charts::scale::format_value;
+use crate::frame::dashboard::DashboardStudy;
 use crate::roster::Presence;
 use crate::session::RoomState;
-use crate::study_driver::dashboard::DashboardStudy;
 
 #[component]
 pub fn BudgetBars(study: DashboardStudy, state: RoomState) -> impl IntoView {

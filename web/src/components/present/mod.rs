@@ -9,10 +9,10 @@ use capelab_core::wire::Role;
 use leptos::prelude::*;
 
 use crate::components::qr::QrCode;
-use crate::components::study::registry::entry;
+use crate::frame::dashboard::DashboardStudy;
 use crate::page_url::join_link;
 use crate::session::RoomState;
-use crate::study_driver::dashboard::DashboardStudy;
+use crate::studies::registry::entry;
 use budget_bars::BudgetBars;
 
 #[component]
