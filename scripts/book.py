@@ -9,6 +9,8 @@
 `check` fails, naming the chapter and line, when
 - docs/src/cli-reference.md differs from the `--help` of `cape` (every subcommand) and
   `capelab-relay` as built now (regenerate: scripts/book.py cli --write);
+- a `cape …` or `capelab-relay …` command shown in README or a chapter (a code span or a shell
+  block) names a subcommand or a flag its --help does not list;
 - a relative link or image in README.md or the book points at a file or heading that does not exist,
   or a chapter links out of docs/src (the built HTML would break: use the repository URL);
 - a code block has no language (rustdoc and mdBook would compile it as Rust), or a chapter with
@@ -24,8 +26,8 @@ crate `capelab-book` (crates/book), which includes each chapter, so they build a
 workspace's crates with the rest of `cargo test`.
 
 Environment (defaults in brackets): CAPE_BIN [target/debug/cape], CAPELAB_RELAY_BIN
-[target/debug/capelab-relay], CAPELAB_PYTHON [tools/venv/bin/python], CAPELAB_JS_PACKAGE [the
-first of JS_PACKAGE_DIRS below with a package.json], MDBOOK [mdbook].
+[target/debug/capelab-relay], CAPELAB_PYTHON [tools/venv/bin/python], CAPELAB_NPM_PKG [crates/js/pkg,
+the npm package as crates/js/build.sh assembles it], MDBOOK [mdbook].
 """
 
 from __future__ import annotations
@@ -52,8 +54,8 @@ BOOK_CRATE = ROOT / "crates" / "book" / "src" / "lib.rs"
 # missing too, and the book is built with a page that says so. Once the crate is here, so must be
 # its chapter.
 CHAPTER_OF_CRATE = {"python.md": "crates/python", "javascript.md": "crates/js"}
-# Where the built npm package may be (the first with a package.json), unless CAPELAB_JS_PACKAGE.
-JS_PACKAGE_DIRS = ["crates/js/pkg", "crates/js/npm/pkg", "crates/js/npm"]
+# Where crates/js/build.sh assembles the npm package, unless CAPELAB_NPM_PKG says otherwise.
+JS_PACKAGE_DIR = ROOT / "crates/js/pkg"
 RUNNABLE = {"python": "python", "py": "python", "js": "js", "javascript": "js", "mjs": "js"}
 BLOCK_TIMEOUT_S = 300
 
@@ -150,21 +152,46 @@ def heading_ids(path: Path) -> set[str]:
     return ids
 
 
-INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1")
+INLINE_CODE = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)")
+REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)", re.MULTILINE)
+
+
+def paragraphs(path: Path) -> list[tuple[int, str]]:
+    """(first line, text) of each run of non-blank lines outside code blocks: links and code
+    spans may wrap across lines."""
+    _, prose = split_markdown(path)
+    found: list[tuple[int, str]] = []
+    start, lines, last = 0, [], -1
+    for number, line in prose + [(-1, "")]:
+        if line.strip() and number == last + 1:
+            lines.append(line)
+        else:
+            if lines:
+                found.append((start, "\n".join(lines)))
+            start, lines = number, [line] if line.strip() else []
+        last = number
+    return found
+
+
+def code_spans(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of every inline code span, a wrapped one joined with spaces."""
+    return [
+        (start + text[: m.start()].count("\n"), m[0].strip("`").strip().replace("\n", " "))
+        for start, text in paragraphs(path)
+        for m in INLINE_CODE.finditer(text)
+    ]
 
 
 def links(path: Path) -> list[tuple[int, str]]:
     """(line, target) of every inline link, image and reference definition outside code."""
     found = []
-    _, prose = split_markdown(path)
-    for number, line in prose:
-        text = INLINE_CODE.sub("", line)
-        found += [(number, m[1]) for m in LINK.finditer(text)]
-        if m := REF_DEF.match(text):
-            found.append((number, m[1]))
-    return found
+    for start, text in paragraphs(path):
+        # Blank out code spans (keeping line breaks) so that their text is not read as links.
+        text = INLINE_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m[0]), text)
+        for pattern in (LINK, REF_DEF):
+            found += [(start + text[: m.start()].count("\n"), m[1]) for m in pattern.finditer(text)]
+    return sorted(found)
 
 
 def check_links(files: list[Path], pending: list[str], failures: Failures) -> int:
@@ -320,24 +347,27 @@ def subcommands(help_output: str) -> list[str]:
     return names
 
 
-def reference_markdown() -> str:
-    bins = binaries()
-    for name, path in bins.items():
-        if not path.is_file():
+def help_texts() -> dict[tuple[str, ...], str]:
+    """Every command's `--help`, keyed by its words: ("cape",), ("cape", "bench", "pld"), …"""
+    texts: dict[tuple[str, ...], str] = {}
+    for name, binary in binaries().items():
+        if not binary.is_file():
             raise SystemExit(
-                f"{path} is not built: cargo build -p {'capelab-cli' if name == 'cape' else name}"
+                f"{binary} is not built: cargo build -p {'capelab-cli' if name == 'cape' else name}"
             )
-    sections: list[str] = []
 
-    def walk(name: str, binary: Path, path: list[str]) -> None:
-        text = help_text(binary, path)
-        title = " ".join([name, *path])
-        sections.append(f"## `{title}`\n\n```text\n$ {title} --help\n{text}```\n")
-        for sub in subcommands(text):
-            walk(name, binary, [*path, sub])
+        def walk(path: list[str]) -> None:
+            text = help_text(binary, path)
+            texts[(name, *path)] = text
+            for sub in subcommands(text):
+                walk([*path, sub])
 
-    for name, binary in bins.items():
-        walk(name, binary, [])
+        walk([])
+    return texts
+
+
+def reference_markdown(texts: dict[tuple[str, ...], str]) -> str:
+    titles = [" ".join(words) for words in texts]
     header = (
         "# Reference (generated)\n\n"
         "<!-- Generated by `scripts/book.py cli --write` from the binaries' --help: do not edit by hand.\n"
@@ -346,24 +376,27 @@ def reference_markdown() -> str:
         "build. What the commands are for: [The `cape` command line](cli.md) and\n"
         "[The relay](relay.md).\n\n"
         "Commands: "
-        + ", ".join(
-            f"[`{s.split('`')[1]}`](#{s.split('`')[1].replace(' ', '-')})" for s in sections
-        )
+        + ", ".join(f"[`{t}`](#{t.replace(' ', '-')})" for t in titles)
         + ".\n\n"
     )
+    sections = [
+        f"## `{t}`\n\n```text\n$ {t} --help\n{text}```\n" for t, text in zip(titles, texts.values())
+    ]
     return header + "\n".join(sections)
 
 
-def check_reference(write: bool, failures: Failures) -> None:
+def check_reference(write: bool, failures: Failures) -> dict[tuple[str, ...], str] | None:
+    """Compares (or writes) the reference; returns the help texts, or None if it cannot run them."""
     try:
-        now = reference_markdown()
+        texts = help_texts()
     except SystemExit as e:
         failures.add(rel(REFERENCE), f"cannot generate it: {e}")
-        return
+        return None
+    now = reference_markdown(texts)
     if write:
         REFERENCE.write_text(now)
         print(f"wrote {rel(REFERENCE)}")
-        return
+        return texts
     was = REFERENCE.read_text() if REFERENCE.exists() else ""
     if was != now:
         diff = "".join(
@@ -378,6 +411,66 @@ def check_reference(write: bool, failures: Failures) -> None:
             "differs from what the binaries' --help print now; regenerate it with\n"
             "    scripts/book.py cli --write\n" + diff,
         )
+    return texts
+
+
+SHELL_BREAK = {"|", "||", "&", "&&", ";", ">", ">>", "2>", "<", "\\"}
+
+
+def command_mentions(path: Path) -> list[tuple[int, list[str]]]:
+    """(line, words) of every `cape …` / `capelab-relay …` in a code span or a shell block."""
+    texts = code_spans(path)
+    blocks, _ = split_markdown(path)
+    for block in blocks:
+        if block.lang in {"sh", "bash", "shell", "console"}:
+            texts += [(block.first_code_line + i, line) for i, line in enumerate(block.code.split("\n"))]
+    found = []
+    for line, text in texts:
+        words = text.replace("\\|", "|").split()
+        for i, word in enumerate(words):
+            # A command starts the span or follows a prompt, a shell operator or `VAR=value`;
+            # elsewhere `cape` is a value (`--pca cape`) or a package (`-p capelab-relay`).
+            starts = i == 0 or words[i - 1] in SHELL_BREAK | {"$", "time", "sudo", "exec"}
+            starts = starts or re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[i - 1]) is not None
+            if starts and word.rsplit("/", 1)[-1] in {"cape", "capelab-relay"}:
+                rest = []
+                for w in words[i + 1 :]:
+                    if w in SHELL_BREAK or w.startswith(("#", ">")):
+                        break
+                    rest.append(w)
+                found.append((line, [word.rsplit("/", 1)[-1], *rest]))
+    return found
+
+
+def check_commands(
+    files: list[Path], texts: dict[tuple[str, ...], str], failures: Failures
+) -> int:
+    """Every `cape` / `capelab-relay` command the docs show names a real subcommand and real flags
+    (those its --help lists). Returns how many were checked."""
+    flags = {words: set(re.findall(r"(?<![\w-])--[a-z0-9][a-z0-9-]*", text)) for words, text in texts.items()}
+    checked = 0
+    for path in files:
+        for line, words in command_mentions(path):
+            where, shown = f"{rel(path)}:{line}", " ".join(words)
+            command = (words[0],)
+            rest = words[1:]
+            while rest and (*command, rest[0]) in texts:
+                command, rest = (*command, rest[0]), rest[1:]
+            has_subcommands = any(len(k) == len(command) + 1 and k[: len(command)] == command for k in texts)
+            if rest and has_subcommands and not rest[0].startswith("-"):
+                if not re.search(r"[<|…*]|\.\.\.", rest[0]):
+                    failures.add(where, f"`{shown}`: `{' '.join(command)}` has no subcommand `{rest[0]}`")
+                continue
+            checked += 1
+            for word in rest:
+                flag = re.match(r"--[a-z0-9][a-z0-9-]*", word)
+                if flag and flag[0] not in flags[command]:
+                    near = difflib.get_close_matches(flag[0], flags[command], n=1)
+                    hint = f" (did you mean {near[0]}?)" if near else ""
+                    failures.add(
+                        where, f"`{shown}`: `{' '.join(command)}` has no flag {flag[0]}{hint}"
+                    )
+    return checked
 
 
 # ---------------------------------------------------------------------------------------------
@@ -442,19 +535,16 @@ class Runner:
         tail = (out.stderr or out.stdout).strip().replace(str(script), rel(block.path))
         hint = ""
         if kind == "js" and "ERR_MODULE_NOT_FOUND" in tail and self.js_package is None:
-            hint = "\n(no built npm package found: set CAPELAB_JS_PACKAGE to its directory)"
+            hint = f"\n(no built npm package in {rel(JS_PACKAGE_DIR)}: build it, or set CAPELAB_NPM_PKG)"
         if kind == "python" and "ModuleNotFoundError" in tail:
             hint = f"\n(the examples run with {self.python}: is the package installed there?)"
         return f"{block.lang} block failed (exit {out.returncode}):\n" + tail[-3000:] + hint
 
 
 def js_package() -> Path | None:
-    if env := os.environ.get("CAPELAB_JS_PACKAGE"):
-        return Path(env).resolve()
-    for candidate in JS_PACKAGE_DIRS:
-        if (ROOT / candidate / "package.json").is_file():
-            return ROOT / candidate
-    return None
+    """The built npm package's folder, if there is one."""
+    folder = Path(os.environ.get("CAPELAB_NPM_PKG", JS_PACKAGE_DIR)).resolve()
+    return folder if (folder / "package.json").is_file() else None
 
 
 def run_examples(blocks: list[Block], failures: Failures) -> None:
@@ -500,13 +590,18 @@ def main() -> int:
         files = [ROOT / "README.md", *chapters_on_disk()]
         pending = missing_chapters(failures)
         check_structure(failures)
-        check_reference(False, failures)
+        texts = check_reference(False, failures)
         count = check_links(files, pending, failures)
         print(f"    {count} relative links checked in README.md and {len(files) - 1} chapters")
+        if texts is not None:
+            count = check_commands(files, texts, failures)
+            print(f"    {count} cape and capelab-relay commands checked against their --help")
         runnable = check_blocks(files, failures)
         if not args.no_build:
             build(pending)
-        if not args.no_run:
+        if not args.no_run and texts is None:
+            print("    examples not run: they call the binaries, which are not built (above)")
+        elif not args.no_run:
             run_examples(runnable, failures)
     if failures:
         print(f"\nthe book: {len(failures.items)} problem(s)\n", file=sys.stderr)
