@@ -59,7 +59,7 @@ ensure_cargo_tools() {
     if has_version mdbook "v$MDBOOK_VERSION"; then
         note "mdbook $MDBOOK_VERSION: present"
     else
-        step "installing mdbook $MDBOOK_VERSION (about 2 minutes, once)"
+        step "installing mdbook $MDBOOK_VERSION (2 to 5 minutes, once)"
         # Without `serve` and `watch` (a web server and file watching): `mdbook build` is all the
         # test command runs, and they would double the build.
         cargo install --locked mdbook --version "$MDBOOK_VERSION" --no-default-features \
