@@ -11,6 +11,7 @@ use leptos::prelude::*;
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, heatmap, line};
 use crate::download;
+use crate::frame::budget::decline_sentence;
 use crate::frame::consent::present_consent;
 use crate::frame::dashboard::DashboardStudy;
 use crate::frame::form::TextField;
@@ -94,7 +95,7 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         start();
     };
     let whole_study = move || scope.get() == EpsilonScope::WholeStudy.value();
-    // Closed form for unsampled Gaussians: well under a frame (study_driver::target), so inline.
+    // Closed form for unsampled Gaussians: well under a frame (frame::target), so inline.
     let calibration = Memo::new(move |_| {
         whole_study().then(|| {
             let typed = IcaFields {
@@ -367,7 +368,7 @@ fn site_lines(live: &IcaLive) -> Vec<String> {
                 .chain(live.djica.iter().flat_map(|o| &o.declined))
                 .find(|d| d.site == site);
             if let Some(d) = declined {
-                return format!("{name}: declined — {}", d.reason);
+                return decline_sentence(&name, &d.reason, d.shortfall.as_ref());
             }
             let in_pca = live.pca.as_ref().is_some_and(|o| o.contributors.contains(&site));
             let in_ica = live.djica_params.as_ref().is_some_and(|p| p.sites.contains(&site));

@@ -349,14 +349,14 @@ fn decline(
             c if c == PcaSite::NAME => {
                 let m = IterMessage::<PcaTask, PcaState> {
                     study,
-                    body: IterBody::Decline { reason: reason.clone() },
+                    body: IterBody::Decline { reason: reason.clone(), shortfall: None },
                 };
                 (m.body.kind().to_owned(), m.encode())
             }
             _ => {
                 let m = IterMessage::<DjicaTask, DjicaState> {
                     study,
-                    body: IterBody::Decline { reason: reason.clone() },
+                    body: IterBody::Decline { reason: reason.clone(), shortfall: None },
                 };
                 (m.body.kind().to_owned(), m.encode())
             }

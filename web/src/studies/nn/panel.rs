@@ -10,6 +10,7 @@ use crate::frame::start::{StartButton, StartError};
 
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, line};
+use crate::frame::budget::decline_sentence;
 use crate::frame::consent::present_consent;
 use crate::frame::dashboard::DashboardStudy;
 use crate::frame::form::TextField;
@@ -51,7 +52,7 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         ..NnFields::default()
     };
     let whole_study = move || scope.get() == EpsilonScope::WholeStudy.value();
-    // Closed form for unsampled Gaussians: well under a frame (study_driver::target), so inline.
+    // Closed form for unsampled Gaussians: well under a frame (frame::target), so inline.
     let calibration = Memo::new(move |_| {
         whole_study().then(|| {
             typed().calibration(present.get()).map(|c| c.summary()).map_err(|e| e.to_string())
@@ -218,7 +219,7 @@ fn NnRoundView(round: NnFinished) -> impl IntoView {
     let declined = o
         .declined
         .iter()
-        .map(|d| format!("{} declined: {}", round.name(d.site), d.reason))
+        .map(|d| decline_sentence(&round.name(d.site), &d.reason, d.shortfall.as_ref()))
         .collect::<Vec<_>>();
     let completed = matches!(o.stop, capelab_core::study::iterative::StopReason::Completed { .. });
     let repairs = repair_lines(&o.repairs, |id| round.name(id));
