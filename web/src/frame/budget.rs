@@ -23,7 +23,7 @@ pub fn raise_sentence(name: &str, s: &Shortfall) -> String {
     match (s.needed, s.raise_by()) {
         (Some(needed), Some(more)) => format!(
             "its budget (ε = {} at δ = {}) does not cover this study: raise it to at least ε = {} \
-             ({} more) on {name}'s page",
+             ({} more) {place}",
             show(s.budget),
             show(s.delta),
             show(round_up(needed)),
@@ -31,10 +31,18 @@ pub fn raise_sentence(name: &str, s: &Shortfall) -> String {
         ),
         _ => format!(
             "its earlier (ε, δ) releases use up its budget's δ = {}: no ε covers this study; raise \
-             its δ on {name}'s page",
+             its δ {place}",
             show(s.delta)
         ),
     }
+}
+
+/// On a site's own page: it declined for its budget, and the ledger card below is where to raise it.
+pub fn own_decline(s: &Shortfall) -> String {
+    format!(
+        "This site declined before releasing anything (nothing was recorded or sent): {}.",
+        raise_sentence(s, "in the ledger card below")
+    )
 }
 
 /// The sites that declined for their budget, once, for above a result: "2 sites declined for
@@ -86,7 +94,7 @@ mod tests {
              cover this study: raise it to at least ε = 11.7 (1.66 more) on Lab A's page"
         );
         let no_delta = Shortfall { budget: 10.0, needed: None, delta: 1e-5 };
-        assert!(raise_sentence("Lab B", &no_delta).contains("raise its δ"));
+        assert!(raise_sentence(&no_delta, "below").contains("raise its δ below"));
         assert_eq!(
             decline_sentence("Lab C", "its data does not fit", None),
             "Lab C declined: its data does not fit"

@@ -116,6 +116,8 @@ pub struct IterativeSite<C: SiteStep, L: LedgerAccess = Ledger> {
     spent: Vec<LedgerEntry>,
     final_state: Option<C::State>,
     state: State,
+    /// Why the ledger refused, when the site declined for its budget: the least budget it needs.
+    shortfall: Option<Shortfall>,
 }
 
 enum State {
@@ -164,6 +166,7 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             history: Vec::new(),
             spent: Vec::new(),
             final_state: None,
+            shortfall: None,
             state: State::AwaitingStart,
         }
     }
@@ -251,6 +254,12 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             State::NotInvited => Some("not invited"),
             _ => None,
         }
+    }
+
+    /// When the site declined for its budget: the least budget that would have admitted the
+    /// study (nothing was recorded or sent).
+    pub fn shortfall(&self) -> Option<&Shortfall> {
+        self.shortfall.as_ref()
     }
 
     pub fn is_finished(&self) -> bool {
@@ -721,6 +730,7 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
     }
 
     fn decline_with(&mut self, reason: String, shortfall: Option<Shortfall>) -> Vec<Outgoing> {
+        self.shortfall = shortfall;
         let out = self.to_aggregator(IterBody::Decline { reason: reason.clone(), shortfall });
         self.state = State::Declined(reason);
         vec![out]
