@@ -11,15 +11,16 @@ use crate::numbers::show;
 pub fn decline_sentence(name: &str, reason: &str, shortfall: Option<&Shortfall>) -> String {
     match shortfall {
         Some(s) => {
-            format!("{name} declined before releasing anything: {}", raise_sentence(name, s))
+            let place = format!("on {name}'s page");
+            format!("{name} declined before releasing anything: {}", raise_sentence(s, &place))
         }
         None => format!("{name} declined: {reason}"),
     }
 }
 
 /// "its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 11.7
-/// (1.7 more) on Lab A's page".
-pub fn raise_sentence(name: &str, s: &Shortfall) -> String {
+/// (1.7 more) {place}", `place` saying where the budget is set ("on Lab A's page").
+pub fn raise_sentence(s: &Shortfall, place: &str) -> String {
     match (s.needed, s.raise_by()) {
         (Some(needed), Some(more)) => format!(
             "its budget (ε = {} at δ = {}) does not cover this study: raise it to at least ε = {} \

@@ -32,8 +32,8 @@ use capelab_core::study::iterative::{
     ledger_study_name as iter_ledger_study_name, peek_start,
 };
 use capelab_core::study::mean::{
-    DeclineReason, MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome, SitePhase,
-    StudyParams, kind,
+    DeclineReason, MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome,
+    SitePhase, StudyParams, kind,
 };
 use capelab_core::transport::{Transport, TransportEvent};
 use capelab_core::wire::{ParticipantId, Peer, Role, To};
