@@ -7,7 +7,7 @@ nobody was even told "busy". So at start the relay raises its soft limit to the 
 Go's runtime and most servers do; nothing is asked of the user), and sizes the cap to fit:
 
 - [`RESERVED`] descriptors stay for the process itself: stdio, the listener, tokio's epoll and
-  wake-ups, the signal pipe, the broker's socket, the log thread (an idle relay holds 12, measured
+  wake-ups, the signal pipe, the broker's socket, the log thread (an idle relay holds 11, measured
   with `ls /proc/PID/fd`; the rest is headroom);
 - the connections being refused at once (`RelayLimits::max_refusing`), each holding its socket
   while it is told why: [`refusing_budget`];

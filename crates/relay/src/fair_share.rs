@@ -10,9 +10,10 @@ untouched. Everyone else still finds room: the cap minus one share.
 
 **How the share is set.** By default a quarter of the connection cap ([`default_share`]): 128 of
 the default 512, or 3 of the 14 that `ulimit -n 64` allows. A tab holds one websocket, and while
-the app loads a few HTTP connections more (Chromium opened 4 in all per tab at first load,
-measured at the relay; they close 10 s after their last request), so 128 lets a class of about
-30 behind one school NAT load the app at the same moment, and any number once loaded. A bigger
+the app loads a few HTTP connections more (Chromium held 5 in all per tab while it loaded the
+app and created a room, measured at the relay; the idle ones close 10 s after their last
+request), so 128 lets a class of about 25 behind one school NAT load the app at the same moment,
+and any number once loaded. A bigger
 class behind one address starts the relay with a larger `--max-connections-per-address` (and
 `--max-connections`), or runs it on the school's network where each device has its own address.
 

@@ -82,7 +82,7 @@ struct Args {
     max_connections: Option<usize>,
 
     /// Open connections one address may hold before its next gets "429: over your share"
-    /// [default: a quarter of --max-connections]. A class behind one NAT: about 4 per student.
+    /// [default: a quarter of --max-connections]. A class behind one NAT: about 5 per student.
     #[arg(long)]
     max_connections_per_address: Option<usize>,
 
