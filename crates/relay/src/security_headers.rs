@@ -3,9 +3,11 @@ The headers every answer of the relay carries, for the app's pages and files and
 
 **Content-Security-Policy.** Only what the app needs, nothing inline: its own scripts
 (`script-src 'self'`: the page starts the app from `boot.js`, a file, not an inline script) and
-wasm (`'wasm-unsafe-eval'`); Web Workers from `blob:` URLs only (`worker/host.rs` starts the
-Joint ICA, EFPSN and vertical-study workers from a `blob:` module that imports the app's own
-bundle; a `blob:` URL can only be made by script already running on this origin); its own
+wasm (`'wasm-unsafe-eval'`); Web Workers from `blob:` URLs and this origin (`worker/host.rs`
+starts the Joint ICA, EFPSN and vertical-study workers from a `blob:` module that imports the
+app's own bundle, and a module worker's static imports are fetched as workers, so they fall
+under `worker-src`, not `script-src`; a `blob:` URL can only be made by script already running
+on this origin); its own
 stylesheet, plus `style` attributes (`style-src-attr 'unsafe-inline'`: the progress bars'
 widths and the heat maps' pixelated tiles are set there; attributes cannot load anything or
 match selectors, unlike `<style>` elements, which stay forbidden); images from itself and
@@ -26,7 +28,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 
 /// The app's Content-Security-Policy (see the module's text for each directive).
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; \
-     script-src 'self' 'wasm-unsafe-eval'; worker-src blob:; connect-src 'self'; \
+     script-src 'self' 'wasm-unsafe-eval'; worker-src 'self' blob:; connect-src 'self'; \
      style-src 'self'; style-src-attr 'unsafe-inline'; img-src 'self' data:; \
      object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
