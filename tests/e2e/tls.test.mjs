@@ -81,7 +81,7 @@ describe('a private mean over wss:// with a certificate the test makes', { concu
   it('serves the app over https with the security headers and HSTS', async () => {
     const page = await get(`${base}/?room=K7QX2M`, ca);
     assert.equal(page.status, 200);
-    assert.match(page.body, /<script type="module" src="\/boot\.js\?js=/);
+    assert.match(page.body, /<script type="module" src="\/boot\.js\?wasm=\/[^"]+_bg\.wasm&amp;js=\/[^"]+\.js"><\/script>/);
     assert.doesNotMatch(page.body, /<script type="module">/, 'no inline script');
     const csp = page.headers['content-security-policy'];
     assert.match(csp, /script-src 'self' 'wasm-unsafe-eval';/);

@@ -399,7 +399,7 @@ mod tests {
     <!-- a comment about <link rel="preload" as="fetch"> and <link data-trunk rel="sass"> -->
     <link rel="stylesheet" href="/style-1a.css" integrity="sha384-XYZ"/>
     
-    <script type="module" src="/boot.js?js=/app-2b.js&amp;wasm=/app-2b_bg.wasm"></script>
+    <script type="module" src="/boot.js?wasm=/app-2b_bg.wasm&amp;js=/app-2b.js"></script>
   <link rel="modulepreload" href="/app-2b.js" crossorigin="anonymous"><link rel="preload" href="/app-2b_bg.wasm" crossorigin="anonymous" as="fetch" type="application/wasm"></head>
   <body></body>
 </html>
@@ -448,7 +448,7 @@ mod tests {
         assert!(html.find("modulepreload").unwrap() < html.find("</head>").unwrap());
         // No inline script: the relay's Content-Security-Policy allows none.
         assert!(!html.contains("<script type=\"module\">"), "{html}");
-        assert!(html.contains(r#"<script type="module" src="/boot.js?js=/app-2b.js&amp;wasm="#));
+        assert!(html.contains(r#"<script type="module" src="/boot.js?wasm=/app-2b_bg.wasm&amp;js=/app-2b.js">"#));
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub mod names;
 /// Trunk.toml's `pattern_script`: the tag that starts the app in place of trunk's inline module
 /// script (web/boot.js reads the bundle's and the wasm's names from its query).
 pub const PATTERN_SCRIPT: &str =
-    r#"<script type="module" src="{base}boot.js?js={base}{js}&amp;wasm={base}{wasm}"></script>"#;
+    r#"<script type="module" src="{base}boot.js?wasm={base}{wasm}&amp;js={base}{js}"></script>"#;
 
 /// The wasm-opt Trunk.toml pins (`[tools] wasm_opt`): npm binaryen 132 (tools/package.json).
 /// Debian's 108 breaks the output silently, so only the one in tools/node_modules is used.
