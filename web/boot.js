@@ -5,5 +5,7 @@
 // script's query (the bundle last, so the URL still ends in .js); both are this origin's files
 // (the policy allows no other).
 const query = new URL(import.meta.url).searchParams;
-const { default: init } = await import(query.get('js'));
-await init({ module_or_path: query.get('wasm') });
+const bindings = await import(query.get('js'));
+await bindings.default({ module_or_path: query.get('wasm') });
+// As trunk's own bootstrap does: the exported functions, for the browser's console and the tests.
+window.wasmBindings = bindings;
