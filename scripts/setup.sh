@@ -8,7 +8,8 @@
 #                           capelab-webbuild (crates/webbuild), which runs wasm-bindgen as a library.
 #   scripts/setup.sh test   the above, plus wasm-bindgen-cli (the wasm tests' runner), trunk (the
 #                           test command checks that Trunk.toml still builds), mdbook (the book in
-#                           docs/, whose examples the test command runs), Chromium +
+#                           docs/, whose examples the test command runs), wasm-pack (the npm
+#                           package's builds and the core's browser tests), Chromium +
 #                           ChromeDriver, nats-server (the relay's --broker tests), Playwright and
 #                           the Python cross-check environments
 #
@@ -17,9 +18,10 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# The two cargo tools are for `test` only (scripts/demo builds the app with crates/webbuild).
+# The cargo tools are for `test` only (scripts/demo builds the app with crates/webbuild).
 WASM_BINDGEN_VERSION="0.2.130" # must equal the wasm-bindgen crate pin in Cargo.toml
 TRUNK_VERSION="0.21.14"        # 0.22 needs rustc 1.96.1
+WASM_PACK_VERSION="0.15.1"     # run with --mode no-install: uses the wasm-bindgen and wasm-opt above
 WASM_OPT_VERSION="version_132" # from npm binaryen@132.0.0 (tools/package.json); never Debian's 108
 MDBOOK_VERSION="0.5.4"         # rust-version 1.88
 
@@ -64,6 +66,12 @@ ensure_cargo_tools() {
         # test command runs, and they would double the build.
         cargo install --locked mdbook --version "$MDBOOK_VERSION" --no-default-features \
             --features search --force
+    fi
+    if has_version wasm-pack "$WASM_PACK_VERSION"; then
+        note "wasm-pack $WASM_PACK_VERSION: present"
+    else
+        step "installing wasm-pack $WASM_PACK_VERSION (about 6 minutes, once)"
+        cargo install --locked wasm-pack --version "$WASM_PACK_VERSION" --force
     fi
 }
 
