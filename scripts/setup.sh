@@ -9,7 +9,8 @@
 #   scripts/setup.sh test   the above, plus wasm-bindgen-cli (the wasm tests' runner) and trunk (the
 #                           test command checks that Trunk.toml still builds), Chromium +
 #                           ChromeDriver, nats-server (the relay's --broker tests), Playwright and
-#                           the Python cross-check environments
+#                           the Python environments (cross-checks, and maturin + pytest for the
+#                           capelab Python package)
 #
 # Everything lands in ~/.cargo/bin (cargo tools), Debian packages (chromium, nats-server), or inside the
 # repository (tools/node_modules, tools/venv). Nothing else is cached.
@@ -146,6 +147,12 @@ ensure_paillier_env() {
         "installing python-phe and gmpy2 into tools/venv (Paillier interoperability and benchmark)"
 }
 
+ensure_python_package_env() {
+    pip_requirements "$ROOT/tools/venv" "$ROOT/crates/python/requirements-test.txt" \
+        .capelab-requirements-python "maturin, pytest and pandas (tools/venv)" \
+        "installing maturin, pytest and pandas into tools/venv (the capelab Python package's build and tests)"
+}
+
 ensure_flower_env() {
     pip_requirements "$ROOT/tools/venv-flower" "$ROOT/tools/requirements-flower.txt" \
         .capelab-requirements-flower "Flower's SecAgg+ primitives (tools/venv-flower)" \
@@ -185,6 +192,7 @@ ensure_tools() {
         ensure_nats_server
         ensure_python_env
         ensure_paillier_env
+        ensure_python_package_env
     fi
     fetch_crates
 }
