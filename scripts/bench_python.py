@@ -120,8 +120,9 @@ def main() -> None:
     djica = []
     for a, b in zip(one["djica"], every["djica"]):
         m = a["subjects"]
-        native = next(c for c in cli["native"] if c["subjects"] == m)
-        native_threads = next((c for c in cli.get("native_threads", []) if c["subjects"] == m), None)
+        native = next(c for c in cli["native"]["cells"] if c["subjects"] == m)
+        threads = cli.get("native_threads") or {"cells": []}
+        native_threads = next((c for c in threads["cells"] if c["subjects"] == m), None)
         row = {
             "subjects": m,
             "one_thread": {
@@ -132,6 +133,7 @@ def main() -> None:
             "all_threads": {
                 "python_s": b["python_pca_s"],
                 "cli_s": native_threads["pca_s"] if native_threads else None,
+                "cli_runner": threads.get("runner"),
                 "python_over_cli": b["python_pca_s"] / native_threads["pca_s"] if native_threads else None,
             },
         }

@@ -2,8 +2,10 @@
 //! numpy array per site, and the synthetic fMRI generator with its ground truth.
 //!
 //! A site's array is D×N_s (voxels × time points, subjects concatenated in time), as the CLI's
-//! `--data` files. C-order (D, N_s) float64 memory is exactly the core's stored X_sᵀ
-//! (`SiteData::xt`, N_s×D column-major), so the data cross with one copy and no transpose.
+//! `--data` files. C-order (D, N_s) float64 memory is exactly the layout capePCA reads, X_sᵀ
+//! N_s×D column-major (`fmri::SiteSamples`), so the arrays are lent to the core as they are
+//! (`fmri::SiteView`), checked in one read-only pass and never copied; only `normalise=True`
+//! copies them, to rewrite them.
 //!
 //! The steps are `cape djica`'s (crates/cli/src/djica/pipeline.rs): capePCA with its own seeded
 //! zero-sum noise source, the projection (runica whitening), capeDJICA with a fresh one, then the
@@ -14,8 +16,9 @@ use capelab_core::djica::{
     ProjectedSite, REPORT_DELTA, Schedule, account, ledger_releases, level_for_target, run_djica,
 };
 use capelab_core::fmri::normalise::normalise_site;
-use capelab_core::fmri::{SiteData, SyntheticConfig, generate};
+use capelab_core::fmri::{SiteData, SiteSamples, SiteView, SyntheticConfig, generate};
 use capelab_core::ica_quality::{align_maps, estimated_maps, match_components, principal_cosines};
+use capelab_core::par;
 use capelab_core::pca::{self, CovarianceSensitivity, PcaConfig, PcaResult, Whitening, cape_pca};
 use capelab_core::rng::Seed;
 use nalgebra::DMatrix;
@@ -80,7 +83,7 @@ pub fn djica_normalise<'py>(
 ) -> PyResult<(Bound<'py, PyArray2<f64>>, usize)> {
     let array = site_array_of("x", &x)?;
     let (site, report) = detached(py, || {
-        let mut site = load_site("x", &array, subject_lengths, false)?;
+        let mut site = owned_site("x", &array, subject_lengths)?;
         let report = normalise_site(&mut site, scale);
         Ok((site, report))
     })?;
@@ -100,19 +103,17 @@ fn site_array_of<'a>(argument: &str, x: &'a PyReadonlyArray2<'_, f64>) -> PyResu
     Ok(SiteArray { values, voxels, samples })
 }
 
-/// Copies one site's array into the core's `SiteData` and checks it in the same pass: every value
-/// finite and, when `in_ball`, every time point inside the clip ball ‖x‖ ≤ 1 the sensitivities
-/// need (the squared norms accumulate voxel row by voxel row, each row contiguous).
-fn load_site(
-    argument: &str,
-    a: &SiteArray<'_>,
-    subject_lengths: Vec<usize>,
-    in_ball: bool,
-) -> PyResult<SiteData> {
+/// Checks one site's values in one read-only pass: every value finite and, when `in_ball`, every
+/// time point inside the clip ball ‖x‖ ≤ 1 the sensitivities need (the squared norms accumulate
+/// voxel row by voxel row, each row contiguous).
+fn check_site(argument: &str, a: &SiteArray<'_>, in_ball: bool) -> PyResult<()> {
     let mut norms = vec![0.0f64; if in_ball { a.samples } else { 0 }];
     for (v, row) in a.values.chunks_exact(a.samples.max(1)).enumerate() {
         if let Some(n) = row.iter().position(|x| !x.is_finite()) {
-            return Err(bad(argument, format!("contains NaN or infinite values (first at [{v}, {n}])")));
+            return Err(bad(
+                argument,
+                format!("contains NaN or infinite values (first at [{v}, {n}])"),
+            ));
         }
         for (acc, x) in norms.iter_mut().zip(row) {
             *acc += x * x;
@@ -130,30 +131,62 @@ fn load_site(
             ),
         ));
     }
-    let xt = DMatrix::from_column_slice(a.samples, a.voxels, a.values);
-    SiteData::from_transposed(xt, subject_lengths).map_err(|e| bad("subject_lengths", e))
+    Ok(())
 }
 
 /// (1 + 1e−9)²: the clip leaves norms of 1 up to rounding.
 const BALL: f64 = (1.0 + 1e-9) * (1.0 + 1e-9);
 
-/// Every site loaded and checked, one site per task on the thread pool (`capelab_core::par`),
-/// normalised by the public `scale` when given (then only finiteness is checked before).
-fn load_sites(
-    arrays: &[SiteArray<'_>],
-    subject_lengths: Vec<Vec<usize>>,
+/// A copy of one site's array as the core's owned `SiteData` (for normalising, which rewrites it).
+fn owned_site(
+    argument: &str,
+    a: &SiteArray<'_>,
+    subject_lengths: Vec<usize>,
+) -> PyResult<SiteData> {
+    check_site(argument, a, false)?;
+    let xt = DMatrix::from_column_slice(a.samples, a.voxels, a.values);
+    SiteData::from_transposed(xt, subject_lengths).map_err(|e| bad("subject_lengths", e))
+}
+
+/// The sites capePCA reads: the caller's arrays themselves, borrowed without a copy, when they are
+/// already in the clip ball; normalised copies when a public scale is given.
+enum Sites<'a> {
+    Borrowed(Vec<SiteView<'a>>),
+    Owned(Vec<SiteData>),
+}
+
+/// Every site checked (and, with `scale`, copied and normalised), one site per task on the thread
+/// pool (`capelab_core::par`).
+fn load_sites<'a>(
+    arrays: &[SiteArray<'a>],
+    subject_lengths: &'a [Vec<usize>],
     scale: Option<f64>,
-) -> PyResult<Vec<SiteData>> {
-    let loaded: Vec<PyResult<SiteData>> =
-        capelab_core::par::map_indices(arrays.len(), |i| {
-            let mut site =
-                load_site(&format!("sites[{i}]"), &arrays[i], subject_lengths[i].clone(), scale.is_none())?;
-            if let Some(scale) = scale {
+) -> PyResult<Sites<'a>> {
+    let n = arrays.len();
+    let argument = |i: usize| format!("sites[{i}]");
+    match scale {
+        None => {
+            let checked = par::map_indices(n, |i| check_site(&argument(i), &arrays[i], true));
+            checked.into_iter().collect::<PyResult<()>>()?;
+            let views = arrays
+                .iter()
+                .zip(subject_lengths)
+                .map(|(a, lengths)| {
+                    SiteView::new(a.values, a.samples, a.voxels, lengths)
+                        .map_err(|e| bad("subject_lengths", e))
+                })
+                .collect::<PyResult<_>>()?;
+            Ok(Sites::Borrowed(views))
+        }
+        Some(scale) => {
+            let loaded = par::map_indices(n, |i| {
+                let mut site = owned_site(&argument(i), &arrays[i], subject_lengths[i].clone())?;
                 normalise_site(&mut site, scale);
-            }
-            Ok(site)
-        });
-    loaded.into_iter().collect()
+                Ok(site)
+            });
+            Ok(Sites::Owned(loaded.into_iter().collect::<PyResult<_>>()?))
+        }
+    }
 }
 
 fn method(name: &str) -> PyResult<Method> {
@@ -184,8 +217,8 @@ struct PcaSettings {
 
 /// capePCA over `sites` (the ones `method` uses) with its own seeded zero-sum noise source, and
 /// the runica-whitened projection K (R×D): the first half of `cape djica`.
-fn pca_step(
-    sites: &[SiteData],
+fn pca_step<S: SiteSamples>(
+    sites: &[S],
     p: &PcaSettings,
     method: Method,
     seed: u64,
@@ -209,6 +242,24 @@ fn pca_step(
         .projection(Whitening::Runica)
         .map_err(|e| bad("sites", format!("capePCA: {e}")))?;
     Ok((result, projection))
+}
+
+/// capePCA and every used site projected by K (R×N_s each).
+fn pca_and_project<S: SiteSamples>(
+    sites: &[S],
+    p: &PcaSettings,
+    method: Method,
+    seed: u64,
+) -> PyResult<(PcaResult, DMatrix<f64>, Vec<ProjectedSite>)> {
+    let (result, projection) = pca_step(sites, p, method, seed)?;
+    let projected = sites
+        .iter()
+        .map(|site| ProjectedSite {
+            x: pca::project(&projection, site),
+            max_subject_len: site.longest_subject(),
+        })
+        .collect();
+    Ok((result, projection, projected))
 }
 
 fn unit(name: &str) -> PyResult<PrivacyUnit> {
@@ -277,10 +328,11 @@ pub fn djica_pca<'py>(
     let settings =
         PcaSettings { components, private, epsilon, delta, unit: unit(privacy_unit)?, rigorous };
     let used = if method == Method::Local { &arrays[..1] } else { &arrays[..] };
-    let (result, projection) = detached(py, || {
-        let data = load_sites(used, subject_lengths, normalise_scale)?;
-        pca_step(&data, &settings, method, seed)
-    })?;
+    let (result, projection) =
+        detached(py, || match load_sites(used, &subject_lengths, normalise_scale)? {
+            Sites::Borrowed(views) => pca_step(&views, &settings, method, seed),
+            Sites::Owned(data) => pca_step(&data, &settings, method, seed),
+        })?;
     let out = PyDict::new(py);
     out.set_item("V", to_numpy(py, &result.subspace.v))?;
     out.set_item("eigenvalues", result.subspace.eigenvalues.clone())?;
@@ -371,8 +423,6 @@ pub fn djica_run<'py>(
     let total = s.max_iterations as u64;
     let (result, progress) = detached(py, move || {
         progress.report(0, total);
-        let data = load_sites(&arrays, subject_lengths, s.normalise_scale)?;
-        let used = &data[..releasing];
         let pca_settings = PcaSettings {
             components: s.components,
             private: s.pca_private,
@@ -381,14 +431,16 @@ pub fn djica_run<'py>(
             unit,
             rigorous: s.pca_rigorous,
         };
-        let (pca_result, projection) = pca_step(used, &pca_settings, method, s.seed)?;
-        let projected: Vec<ProjectedSite> = used
-            .iter()
-            .map(|site| ProjectedSite {
-                x: pca::project(&projection, site),
-                max_subject_len: site.max_subject_len(),
-            })
-            .collect();
+        // Every site is checked (as the CLI loads every file); the method uses `releasing`.
+        let (pca_result, projection, projected) =
+            match load_sites(&arrays, &subject_lengths, s.normalise_scale)? {
+                Sites::Borrowed(views) => {
+                    pca_and_project(&views[..releasing], &pca_settings, method, s.seed)?
+                }
+                Sites::Owned(data) => {
+                    pca_and_project(&data[..releasing], &pca_settings, method, s.seed)?
+                }
+            };
         let cosines = truth.as_ref().map(|a| principal_cosines(&pca_result.subspace.v, a));
         let config = DjicaConfig {
             method,

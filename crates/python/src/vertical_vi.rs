@@ -119,12 +119,7 @@ impl PyPosterior {
     /// `rows` synthetic records: (header, rows of strings, which columns are numeric). With no
     /// seed the run's own stream "vvi/twin" is used (the CLI's `--synthetic-out`).
     #[pyo3(signature = (rows, seed=None))]
-    fn sample(
-        &self,
-        py: Python<'_>,
-        rows: usize,
-        seed: Option<u64>,
-    ) -> PyResult<TwinRows> {
+    fn sample(&self, py: Python<'_>, rows: usize, seed: Option<u64>) -> PyResult<TwinRows> {
         if rows == 0 {
             return Err(bad("rows", "the twin needs at least one row"));
         }

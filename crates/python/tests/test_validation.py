@@ -119,7 +119,7 @@ def test_the_native_module_refuses_what_the_python_layer_would_have():
     settings = dict(method="cape", components=9, eps_iter=0.5, delta_iter=1e-2, privacy_unit="subject",
                     pca_private=False, eps_pca=1.0, delta_pca=1e-5, pca_rigorous=False, rate=0.5,
                     max_iterations=3, schedule="auto", half_life=100.0, average_tail=0.5, clip=30.0,
-                    target_epsilon=None, seed=1)
+                    target_epsilon=None, normalise_scale=None, seed=1)
     with pytest.raises(ValueError, match="sites"):
         _capelab.djica_run([], [], None, settings)
     with pytest.raises(ValueError, match="components"):
