@@ -9,8 +9,8 @@ sites, tau = 5, 0.2
 values = np.random.default_rng(0).random((sites, 2000))  # each site's local statistic
 pooled = values.mean(axis=0)
 
-r = cape.round(values, tau, seed=1)
-conv = cape.conventional_round(values, tau, seed=1)
+r = cape.simulate_round(values, tau, seed=1)
+conv = cape.simulate_conventional_round(values, tau, seed=1)
 print(f"zero-sum noise cancels exactly: {np.all(r.zero_sum_noise.sum(axis=0) == 0)}")
 print(f"message noise variance   {np.var(r.releases[0] - values[0]):.4f}   (τ² = {tau**2:.4f})")
 print(f"CAPE estimate error      {np.var(r.estimate - pooled):.6f} (τ²/S² = {tau**2 / sites**2:.6f})")

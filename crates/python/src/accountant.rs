@@ -239,12 +239,12 @@ pub fn compare<'py>(
                 }))
             }
         };
-        let mut out = serde_json::to_value(&rdp)
-            .map_err(|e| bad("orders", e))?
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        out.insert("pld".into(), serde_json::to_value(&pld).map_err(|e| bad("delta", e))?);
+        // `cape account --json`'s shape: the RDP report's keys at the top level, then `pld`.
+        let mut out = match serde_json::to_value(&rdp) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => serde_json::Map::new(),
+        };
+        out.insert("pld".into(), serde_json::to_value(&pld).unwrap_or_default());
         out.insert("calibration".into(), calibration.unwrap_or(serde_json::Value::Null));
         Ok(serde_json::Value::Object(out))
     })?;

@@ -48,10 +48,10 @@ pub struct PyLedger {
 }
 
 impl PyLedger {
-    fn release(&self, study: &str, event: Event, time_ms: Option<u64>) -> Release {
-        let time = time_ms
-            .unwrap_or_else(|| now_ms().max(self.inner.entries().last().map_or(0, |e| e.time_ms)));
-        Release::new(study, event, time)
+    /// The caller's time, or now (never before the last release, should the clock step back).
+    fn time(&self, time_ms: Option<u64>) -> u64 {
+        time_ms
+            .unwrap_or_else(|| now_ms().max(self.inner.entries().last().map_or(0, |e| e.time_ms)))
     }
 }
 
@@ -175,7 +175,7 @@ impl PyLedger {
         time_ms: Option<u64>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let event = gaussian(label, noise_multiplier, count, sampling_rate, collusion_factor)?;
-        let release = self.release(study, event, time_ms);
+        let release = Release::new(study, event, self.time(time_ms));
         let inner = &mut self.inner;
         let entry = detached(py, || inner.try_spend(release).cloned().map_err(ledger_error))?;
         to_py(py, &entry)
@@ -204,9 +204,7 @@ impl PyLedger {
                 &e,
             )
         })?;
-        let time = time_ms
-            .unwrap_or_else(|| now_ms().max(self.inner.entries().last().map_or(0, |e| e.time_ms)));
-        let release = Release::new(study, event, time);
+        let release = Release::new(study, event, self.time(time_ms));
         let inner = &mut self.inner;
         let entry = detached(py, || inner.try_spend(release).cloned().map_err(ledger_error))?;
         to_py(py, &entry)
@@ -226,7 +224,7 @@ impl PyLedger {
         label: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let event = gaussian(label, noise_multiplier, count, sampling_rate, collusion_factor)?;
-        let release = self.release(study, event, None);
+        let release = Release::new(study, event, self.time(None));
         let inner = &self.inner;
         let preview: Preview = detached(py, || inner.preview(&release).map_err(ledger_error))?;
         to_py(py, &preview)

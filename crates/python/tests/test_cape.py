@@ -58,24 +58,24 @@ def test_epsilon_at_or_below_the_loss_mean_has_no_delta():
 
 def test_zero_sum_noise_cancels_exactly_and_the_estimate_is_the_mean():
     values = np.random.default_rng(0).random((5, 7))
-    r = cape.round(values, 0.3, seed=11)
+    r = cape.simulate_round(values, 0.3, seed=11)
     assert r.contributors == [0, 1, 2, 3, 4] and r.refusal is None
     assert (r.zero_sum_noise.sum(axis=0) == 0).all()
     releases = np.stack(r.releases)
     assert np.array_equal(r.estimate, cape.estimate(releases, r.sites, r.contributors))
-    again = cape.round(values, 0.3, seed=11)
+    again = cape.simulate_round(values, 0.3, seed=11)
     assert np.array_equal(again.estimate, r.estimate)
 
 
 def test_a_site_leaving_after_its_noise_breaks_the_zero_sum():
     values = np.ones((5, 3))
-    r = cape.round(values, 0.3, seed=2, drop_after_noise=[3])
+    r = cape.simulate_round(values, 0.3, seed=2, drop_after_noise=[3])
     assert r.estimate is None and r.releases[3] is None
     assert "re-run the round" in r.refusal and "[1, 2, 3, 5]" in r.refusal  # ids are site + 1
     survivors = [s for s, x in zip(r.sites, r.releases) if x is not None]
     with pytest.raises(ValueError, match="releases"):
         cape.estimate(np.stack([x for x in r.releases if x is not None]), survivors, r.contributors)
-    left_before = cape.round(values, 0.3, seed=2, drop_before_noise=[3])
+    left_before = cape.simulate_round(values, 0.3, seed=2, drop_before_noise=[3])
     assert left_before.contributors == [0, 1, 2, 4] and left_before.estimate is not None
 
 
@@ -85,10 +85,10 @@ def test_each_message_carries_the_full_noise_but_the_average_only_the_pooled():
     values = np.zeros((s, d))
     cape_est, conv_est, messages = [], [], []
     for t in range(trials):
-        r = cape.round(values, tau, seed=100 + t)
+        r = cape.simulate_round(values, tau, seed=100 + t)
         cape_est.append(r.estimate)
         messages.append(np.stack(r.releases))
-        conv_est.append(cape.conventional_round(values, tau, seed=100 + t)["estimate"])
+        conv_est.append(cape.simulate_conventional_round(values, tau, seed=100 + t)["estimate"])
     n = trials * d
     var_msg = np.var(np.stack(messages)) * n * s / (n * s - 1)
     var_cape = np.mean(np.square(cape_est))

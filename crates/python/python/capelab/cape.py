@@ -7,11 +7,16 @@ mechanism's τ²/S².
   paper's adversary view and under the *full* view (the colluders' own noise subtracted, which
   the threat model hands the adversary: the guarantee), with δ_conv and δ_pool beside them.
 - :func:`collusion_factor`: c_S under either view (μ_z = c_S/(2z²)).
-- :func:`round`: one round of zero-sum noise draws and releases among the sites, through an ideal
+- :func:`simulate_round`: one round of zero-sum noise draws and releases among the sites, through an ideal
   secure sum (a simulation; ``capelab.secagg`` runs the real SecureAgg), with dropouts.
 - :func:`estimate`: the aggregator's estimate, refusing a broken zero sum (Remark 4).
 
 Sites are numbered 0, 1, … in the order of the rows of ``values``.
+
+>>> from capelab import cape
+>>> p = cape.release_privacy(sites=4, noise_multiplier=10.0, epsilon=0.5)
+>>> round(p.full_view.c_s, 4), p.delta > p.theorem1.delta
+(1.8667, True)
 """
 
 from __future__ import annotations
@@ -35,8 +40,8 @@ __all__ = [
     "collusion_factor",
     "release_privacy",
     "classical_noise_multiplier",
-    "round",
-    "conventional_round",
+    "simulate_round",
+    "simulate_conventional_round",
     "estimate",
 ]
 
@@ -181,7 +186,7 @@ def _sites(argument: str, sites: Sequence[int], count: int) -> List[int]:
     return out
 
 
-def round(
+def simulate_round(
     values: Any,
     local_sd: Union[float, Sequence[float]],
     *,
@@ -219,7 +224,7 @@ def round(
     )
 
 
-def conventional_round(
+def simulate_conventional_round(
     values: Any,
     local_sd: Union[float, Sequence[float]],
     *,

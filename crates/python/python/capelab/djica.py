@@ -218,8 +218,8 @@ class DjicaResult:
     epsilon: Optional[float]
     epsilon_at_max: Optional[float]
     delta: float
-    #: Which accountant made ε: J Gaussian releases compose exactly (PLD without a grid); RDP's
-    #: figures for every view are under ``privacy``.
+    #: Which accountant made ε: "PLD" (J unsampled Gaussian iterations compose exactly, without a
+    #: grid); RDP's figures for every view are under ``privacy``.
     accountant: str
     guarantee_view: str
     #: ε_i the iterations ran at (calibrated by PLD when ``target_epsilon`` was given).
@@ -329,7 +329,7 @@ def run(
         epsilon=out["epsilon"],
         epsilon_at_max=out["epsilon_at_max"],
         delta=out["delta"],
-        accountant="PLD (exact Gaussian composition)" if private else "none (not private)",
+        accountant="PLD" if private else "none (not private)",
         guarantee_view=out["guarantee_view"],
         eps_iter=out["eps_iter"],
         iterations=out["iterations"],

@@ -41,7 +41,7 @@ class NnResult:
     #: ε of the whole run at ``delta`` in the guarantee view (None when not private).
     epsilon: Optional[float]
     delta: float
-    #: Which accountant made ε: T Gaussian releases compose exactly (PLD without a grid).
+    #: Which accountant made ε: "PLD" (T unsampled Gaussian releases compose exactly, no grid).
     accountant: str
     guarantee_view: Optional[str]
     #: ε of each iteration's release (calibrated when ``target_epsilon`` was given).
@@ -126,7 +126,7 @@ def train(
         train_loss=r["train_loss"],
         epsilon=None if p is None else p["epsilon"],
         delta=settings["delta"],
-        accountant="none (not private)" if p is None else "PLD (exact Gaussian composition)",
+        accountant="none (not private)" if p is None else "PLD",
         guarantee_view=None if p is None else p["guarantee_view"],
         epsilon_per_iteration=r["epsilon_per_iteration"],
         privacy=p,

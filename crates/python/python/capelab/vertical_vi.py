@@ -8,12 +8,21 @@ The public description of the table, ``parties``, says which party holds which c
 each is modelled: :func:`beta` (a continuous column with **public** bounds) or
 :func:`categorical` (public labels). Bounds and labels must not come from the data.
 
+>>> import numpy as np
 >>> import capelab.vertical_vi as vvi
->>> df, parties = vvi.cps1988("data/cps1988.csv")          # doctest: +SKIP
->>> fit = vvi.fit(df, parties, steps=200, seed=1)         # doctest: +SKIP
->>> fit.privacy[0].viewer, fit.privacy[0].accountant      # doctest: +SKIP
+>>> rng = np.random.default_rng(0)
+>>> data = {"age": rng.uniform(18, 90, 300), "smoker": rng.choice(["no", "yes"], 300),
+...         "income": np.exp(rng.normal(10, 1, 300))}
+>>> parties = {"hospital": {"age": vvi.beta(17, 91), "smoker": vvi.categorical(["no", "yes"])},
+...            "bank": {"income": vvi.beta(100, 1e7, log=True)}}
+>>> fit = vvi.fit(data, parties, components=3, batch=30, steps=20, seed=1)
+>>> fit.privacy[0].viewer, fit.privacy[0].accountant
 ('outside analyst', 'PLD')
->>> twin = fit.synthetic(1000)                             # a pandas DataFrame  # doctest: +SKIP
+>>> header, rows, numeric = fit.synthetic_rows(5)       # fit.synthetic(5) gives a DataFrame
+>>> header
+['age', 'smoker', 'income']
+
+CPS1988 and its two-party split: ``df, parties = vvi.cps1988("data/cps1988.csv")``.
 """
 
 from __future__ import annotations
