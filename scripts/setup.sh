@@ -11,7 +11,8 @@
 #                           docs/, whose examples the test command runs), wasm-pack (the npm
 #                           package's builds and the core's browser tests), Chromium +
 #                           ChromeDriver, nats-server (the relay's --broker tests), Playwright and
-#                           the Python cross-check environments
+#                           the Python environments (cross-checks, and maturin + pytest for the
+#                           capelab Python package)
 #
 # Everything lands in ~/.cargo/bin (cargo tools), Debian packages (chromium, nats-server), or inside the
 # repository (tools/node_modules, tools/venv). Nothing else is cached.
@@ -165,6 +166,12 @@ ensure_paillier_env() {
         "installing python-phe and gmpy2 into tools/venv (Paillier interoperability and benchmark)"
 }
 
+ensure_python_package_env() {
+    pip_requirements "$ROOT/tools/venv" "$ROOT/crates/python/requirements-test.txt" \
+        .capelab-requirements-python "maturin, pytest and pandas (tools/venv)" \
+        "installing maturin, pytest and pandas into tools/venv (the capelab Python package's build and tests)"
+}
+
 ensure_flower_env() {
     pip_requirements "$ROOT/tools/venv-flower" "$ROOT/tools/requirements-flower.txt" \
         .capelab-requirements-flower "Flower's SecAgg+ primitives (tools/venv-flower)" \
@@ -204,6 +211,7 @@ ensure_tools() {
         ensure_nats_server
         ensure_python_env
         ensure_paillier_env
+        ensure_python_package_env
     fi
     fetch_crates
 }
