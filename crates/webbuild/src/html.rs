@@ -448,7 +448,9 @@ mod tests {
         assert!(html.find("modulepreload").unwrap() < html.find("</head>").unwrap());
         // No inline script: the relay's Content-Security-Policy allows none.
         assert!(!html.contains("<script type=\"module\">"), "{html}");
-        assert!(html.contains(r#"<script type="module" src="/boot.js?wasm=/app-2b_bg.wasm&amp;js=/app-2b.js">"#));
+        assert!(html.contains(
+            r#"<script type="module" src="/boot.js?wasm=/app-2b_bg.wasm&amp;js=/app-2b.js">"#
+        ));
     }
 
     #[test]

@@ -51,6 +51,10 @@ impl FormError {
 pub const FUZZ: [&str; 10] =
     ["0", "-1", "1e308", "1e12", "1e-320", "NaN", "text", "", "100000000", "  0.5  "];
 
+/// A form's text field as the fuzz tests reach it: its name and where its text is kept.
+#[cfg(test)]
+pub type FuzzField<F> = (&'static str, fn(&mut F) -> &mut String);
+
 /// One field of a form: its input's id and its label as the form shows it (what messages name).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {

@@ -465,7 +465,7 @@ mod tests {
 
     #[test]
     fn typed_nonsense_in_any_field_is_a_named_refusal_never_a_panic() {
-        let fields: [(&str, fn(&mut IcaFields) -> &mut String); 14] = [
+        let fields: [crate::frame::form::FuzzField<IcaFields>; 14] = [
             (GRID.id, |f| &mut f.grid),
             (COMPONENTS.id, |f| &mut f.components),
             (SUBJECTS.id, |f| &mut f.subjects_per_site),

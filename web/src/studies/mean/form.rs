@@ -317,7 +317,7 @@ mod tests {
     /// form, or a refusal about a field of this form (or the form as a whole).
     #[test]
     fn typed_nonsense_in_any_field_is_a_named_refusal_never_a_panic() {
-        let fields: [(&str, fn(&mut MeanFields) -> &mut String); 7] = [
+        let fields: [crate::frame::form::FuzzField<MeanFields>; 7] = [
             (EPSILON.id, |f| &mut f.epsilon),
             (DELTA.id, |f| &mut f.delta),
             (VALUES.id, |f| &mut f.values_per_site),

@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn typed_nonsense_in_any_field_is_a_named_refusal_never_a_panic() {
-        let fields: [(&str, fn(&mut NnFields) -> &mut String); 9] = [
+        let fields: [crate::frame::form::FuzzField<NnFields>; 9] = [
             (EPSILON.id, |f| &mut f.epsilon_per_iteration),
             (EPSILON_STUDY.id, |f| &mut f.epsilon_study),
             (DELTA.id, |f| &mut f.delta),

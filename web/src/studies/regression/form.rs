@@ -135,7 +135,7 @@ mod tests {
 
     #[test]
     fn typed_nonsense_in_any_field_is_a_named_refusal_never_a_panic() {
-        let fields: [(&str, fn(&mut RegressionFields) -> &mut String); 5] = [
+        let fields: [crate::frame::form::FuzzField<RegressionFields>; 5] = [
             (EPSILON.id, |f| &mut f.epsilon),
             (DELTA.id, |f| &mut f.delta),
             (RECORDS.id, |f| &mut f.records_per_site),
