@@ -12,7 +12,7 @@
 //   its own columns (the panel's data-columns), the dashboard follows the test NLL (a public
 //   table), the twin's header is CPS1988's columns;
 // - a CLI run's JSON (`cape vertical-vi --mode nonpartitioned … --json`, a real output kept in
-//   web/src/study_view/testdata/) loaded on the dashboard is a second, dashed curve on the NLL
+//   web/src/studies/vertical_vi/testdata/) loaded on the dashboard is a second, dashed curve on the NLL
 //   chart, with its settings and the one that differs from the run on the page (T) named;
 // - each party tab loads its own CSV columns (written here from data/cps1988.csv, 300 rows, as
 //   the announced schema's labels): the run on them is released, each worker holding only its
@@ -36,7 +36,7 @@ const HEADER = 'age,education,sex,hours-per-week,income';
 const CPS_A = 'education,experience,ethnicity,smsa,region';
 const CPS_B = 'wage,parttime';
 const OWN_ROWS = 300;
-const CLI_JSON = path.join(root, 'web/src/study_view/testdata/vvi_nonpartitioned_cps1988.json');
+const CLI_JSON = path.join(root, 'web/src/studies/vertical_vi/testdata/vvi_nonpartitioned_cps1988.json');
 
 /** The first `rows` rows of data/cps1988.csv as the two parties' column blocks, each column under
  * the announced schema's labels (education in years 0–18, experience in 5-year bins). */
