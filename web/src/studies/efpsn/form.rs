@@ -19,6 +19,7 @@ use capelab_core::study::efpsn::{EfpsnTask, RunPlan};
 use capelab_core::wire::ParticipantId;
 use rand_core::Rng;
 
+use crate::frame::budget::round_up;
 use crate::frame::form::{Field, FormError};
 use crate::ledger_report::LedgerReport;
 use crate::numbers::show;
@@ -261,15 +262,6 @@ impl EfpsnForm {
         task.check().map_err(|e| e.words())?;
         Ok(task)
     }
-}
-
-/// `v` rounded up at its third significant digit, so "raise it to" is always enough.
-pub fn round_up(v: f64) -> f64 {
-    if !(v > 0.0 && v.is_finite()) {
-        return v;
-    }
-    let scale = 10f64.powi(v.log10().floor() as i32 - 2);
-    (v / scale).ceil() * scale
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 
 use crate::frame::site::SiteStudy;
 use crate::numbers::show;
-use crate::studies::efpsn::form::round_up;
+use crate::frame::budget::own_decline;
 use crate::studies::efpsn::view::method_short;
 use crate::studies::efpsn::worker::{AgentRunView, EfpsnSiteView};
 
@@ -63,20 +63,7 @@ fn neighbour_names(v: &EfpsnSiteView) -> String {
 fn declined_sentence(why: &Decline) -> String {
     let head = "This site declined the study before anything was charged or sent";
     match why {
-        Decline::Budget { shortfall, run_epsilon } => {
-            let budget = format!(
-                "{head}: its budget (ε = {}) does not cover the run (ε = {} by Theorem IV.1)",
-                show(shortfall.budget),
-                show(*run_epsilon)
-            );
-            match shortfall.needed {
-                Some(needed) => format!(
-                    "{budget}. Raise it to {} in the ledger panel below to take part.",
-                    show(round_up(needed))
-                ),
-                None => format!("{budget}: its δ is used up. Raise the budget's δ to take part."),
-            }
-        }
+        Decline::Budget { shortfall, .. } => own_decline(shortfall),
         Decline::NoConsent => format!(
             "{head}: it has not allowed non-private comparison runs (the switch below)."
         ),
@@ -238,7 +225,7 @@ mod tests {
         assert_eq!(phase, "declined");
         assert_eq!(
             text,
-            "This site declined the study before anything was charged or sent: its budget (ε = 10) does not cover the run (ε = 11 by Theorem IV.1). Raise it to 11.7 in the ledger panel below to take part."
+            "This site declined before releasing anything (nothing was recorded or sent): its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 11.7 (1.66 more) in the ledger card below."
         );
     }
 }

@@ -11,7 +11,6 @@ use crate::components::charts::line::{LineChartSpec, Series};
 use crate::components::charts::scale::Scale;
 use crate::components::charts::svg::PALETTE;
 use crate::numbers::show;
-use crate::studies::efpsn::form::round_up;
 use crate::studies::efpsn::graph::Activity;
 use crate::studies::efpsn::run::EfpsnLive;
 
@@ -112,19 +111,8 @@ pub fn decline_sentence(name: &str, why: &Decline) -> String {
         Decline::NoConsent => format!(
             "{name} has not allowed non-private comparison runs (the switch on its page)"
         ),
-        Decline::Budget { shortfall, run_epsilon } => {
-            let budget = format!(
-                "{name}'s budget (ε = {}) does not cover this run (ε = {} by Theorem IV.1)",
-                show(shortfall.budget),
-                show(*run_epsilon)
-            );
-            match shortfall.needed {
-                Some(needed) => format!("{budget}: raise it to {}", show(round_up(needed))),
-                None => format!(
-                    "{budget}: its δ ({}) is used up; raise {name}'s δ",
-                    show(shortfall.delta)
-                ),
-            }
+        Decline::Budget { shortfall, .. } => {
+            crate::frame::budget::decline_sentence(name, "", Some(shortfall))
         }
         Decline::Refused(words) => format!("{name} could not take part: {words}"),
     }
@@ -451,11 +439,11 @@ mod tests {
         };
         assert_eq!(
             decline_sentence("Lab B", &why),
-            "Lab B's budget (ε = 10) does not cover this run (ε = 2.5 by Theorem IV.1): raise it to 12.4"
+            "Lab B declined before releasing anything: its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on Lab B's page"
         );
         let mut l = live(&[Method::Efpsn], vec![vec![RunStatus::Declined(why.clone()); 4]], vec![RunStatus::Done; 4]);
         l.stopped = Some(Stop::Declined { who: 3, why });
         let notes = notes(&l);
-        assert_eq!(notes[0].1, "The study stopped before any iterate of the EFPSN run was sent: Agent B's budget (ε = 10) does not cover this run (ε = 2.5 by Theorem IV.1): raise it to 12.4.");
+        assert_eq!(notes[0].1, "The study stopped before any iterate of the EFPSN run was sent: Agent B declined before releasing anything: its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on Agent B's page.");
     }
 }
