@@ -174,7 +174,9 @@ pub fn notes(live: &EfpsnLive) -> Vec<(&'static str, String)> {
             .map(|r| method_short(r.method))
             .collect();
         let names: Vec<String> = declined.iter().map(|&i| live.name(i)).collect();
-        let (sites, them) = if declined.len() == 1 { ("site", "its user has") } else { ("sites", "their users have") };
+        // "1 of 4 sites …": the noun counts the sites present, the verb those that declined.
+        let sites = if n == 1 { "site" } else { "sites" };
+        let them = if declined.len() == 1 { "its user has" } else { "their users have" };
         out.push((
             "efpsn-declined",
             format!(
@@ -429,6 +431,16 @@ mod tests {
         assert!(notes[0].1.starts_with("2 of 4 sites declined the comparison runs (baseline, noise-free)"), "{}", notes[0].1);
         assert!(notes[0].1.ends_with("Declined: Agent A, Agent C."), "{}", notes[0].1);
         assert_eq!(activity(&l, 0), Activity::Done, "EFPSN ran on it");
+        // One site of four: "1 of 4 sites", and its user (not theirs).
+        let one = RunStatus::Stopped(Stop::Declined { who: 2, why: Decline::NoConsent });
+        let comparison = vec![RunStatus::Declined(Decline::NoConsent), one.clone(), one.clone(), one];
+        let l = live(
+            &Method::ALL,
+            vec![vec![RunStatus::Done; 4], comparison.clone(), comparison],
+            vec![RunStatus::Phase2 { iteration: 0 }; 4],
+        );
+        let notes = super::notes(&l);
+        assert!(notes[0].1.starts_with("1 of 4 sites declined the comparison runs (baseline, noise-free): its user has not allowed"), "{}", notes[0].1);
     }
 
     #[test]
