@@ -221,6 +221,7 @@ describe('EFPSN over the real relay', { concurrency: false }, () => {
     const agentB = sites[1];
     // Agent B's budget: just what it has spent, so the run's ε does not fit.
     const spent = Number(await attr(agentB.tab.page, '[data-testid="ledger-spent"]', 'data-spent'));
+    const original = await agentB.tab.page.inputValue('#budget-epsilon');
     const small = (Math.ceil(spent * 1000) / 1000).toString();
     await agentB.tab.page.fill('#budget-epsilon', small);
     await agentB.tab.page.click('[data-testid="set-budget"]');
@@ -262,6 +263,14 @@ describe('EFPSN over the real relay', { concurrency: false }, () => {
     const status = await sites[0].tab.page.textContent('[data-testid="efpsn-site-run-baseline"]');
     assert.match(status, /declined: this site has not allowed non-private comparison runs/);
     await sites[0].tab.page.setChecked('[data-testid="allow-nonprivate"]', true);
+    // Agent B's budget back to what it was: the next run's ε must fit again (the form checks it).
+    await agentB.tab.page.fill('#budget-epsilon', original);
+    await agentB.tab.page.click('[data-testid="set-budget"]');
+    await page.waitForFunction(
+      ([id, budget]) => document.querySelector(`[data-testid="budget-row"][data-site-id="${id}"]`)?.textContent.includes(` of ${budget}`),
+      [agentB.id, Number(original).toFixed(4)],
+      { timeout: STEP_TIMEOUT_MS },
+    );
     assertNoErrors(tabs);
   });
 
