@@ -16,7 +16,9 @@ use capelab_core::efpsn::sim::Method;
 use capelab_core::rng::derive;
 use capelab_core::study::StudyId;
 use capelab_core::study::efpsn::sim::StudySim;
-use capelab_core::study::efpsn::{AgentData, EfpsnTask, Residual, RunPlan, RunStatus};
+use capelab_core::study::efpsn::{
+    AgentData, Decline, EfpsnTask, Residual, RunPlan, RunStatus, Stop,
+};
 use capelab_core::study::iterative::SiteSettings;
 use capelab_core::wire::ParticipantId;
 use rand_distr::{Distribution, Normal};
@@ -166,10 +168,10 @@ fn without_consent_a_site_declines_the_comparison_runs_and_efpsn_still_runs() {
     assert!(runs[0].status.iter().all(|s| *s == RunStatus::Done));
     for run in &runs[1..] {
         for s in &run.status {
-            let RunStatus::Declined(reason) = s else { panic!("{s:?}") };
-            assert!(reason.contains("not allowed non-private comparison runs"), "{reason}");
+            assert_eq!(*s, RunStatus::Declined(Decline::NoConsent));
         }
     }
+    assert!(sim.dashboard.machine.stopped().is_none(), "the EFPSN run went on");
 }
 
 #[test]
@@ -181,21 +183,43 @@ fn a_site_whose_budget_the_run_would_exceed_declines_it_with_nothing_sent() {
         let eps = if i == 1 { 0.01 } else { 50.0 };
         Ledger::new(format!("site {i}"), Budget::new(eps, 1e-5).unwrap()).unwrap()
     };
-    let mut sim =
-        StudySim::start(3, &data, yes, small, |a| task(a, &[Method::Efpsn], 1024), 5).unwrap();
+    let mut sim = StudySim::start(3, &data, yes, small, |a| task(a, &ALL, 1024), 5).unwrap();
+    let declining = sim.sites[1].transport.id();
     sim.run().unwrap();
-    let run = &sim.dashboard.machine.runs()[0];
-    let RunStatus::Declined(why) = &run.status[1] else { panic!("{:?}", run.status[1]) };
-    assert!(
-        why.contains("insufficient privacy budget") && why.contains("nothing was recorded or sent"),
-        "{why}"
-    );
-    assert!(sim.sites[1].machine.ledger().entries().is_empty());
-    // Site 1 never sent a key: the dashboard stops the run on the others, naming why.
-    for i in [0, 2] {
-        let RunStatus::Failed(why) = &run.status[i] else { panic!("{:?}", run.status[i]) };
-        assert!(why.starts_with("agent 1 declined this run: insufficient privacy budget"), "{why}");
+    let runs = sim.dashboard.machine.runs();
+    // Site 1 refuses the whole study (the comparisons too), saying how far its budget falls
+    // short: the least budget ε that admits the run, which is more than the run's own ε.
+    let Some(Stop::Declined { who, why: Decline::Budget { shortfall, run_epsilon } }) =
+        sim.dashboard.machine.stopped()
+    else {
+        panic!("{:?}", sim.dashboard.machine.stopped())
+    };
+    assert_eq!(*who, declining);
+    assert_eq!(shortfall.budget, 0.01);
+    let needed = shortfall.needed.expect("ε, not δ, runs short");
+    assert!(needed >= *run_epsilon && *run_epsilon > 0.01, "{needed} {run_epsilon}");
+    for run in runs {
+        assert!(matches!(run.status[1], RunStatus::Declined(Decline::Budget { .. })));
     }
+    assert!(sim.sites[1].machine.ledger().entries().is_empty(), "nothing charged");
+    // The others are told who declined and stop, the EFPSN run in Phase 1 (nothing of it
+    // released), the comparison runs with it: they have nothing to compare without it.
+    for i in [0, 2] {
+        for run in runs {
+            assert!(
+                matches!(&run.status[i], RunStatus::Stopped(Stop::Declined { who, .. }) if *who == declining),
+                "{:?}",
+                run.status[i]
+            );
+        }
+        assert!(runs[0].iterates[i].is_empty(), "no EFPSN iterate was released");
+    }
+    // A budget raised to what the shortfall says admits the run.
+    let mut ledger = small(1);
+    ledger.set_budget(capelab_core::accountant::Budget::new(needed, 1e-5).unwrap()).unwrap();
+    let eps = sim.dashboard.machine.task().epsilon_of(&sim.dashboard.machine.task().runs[0]);
+    capelab_core::study::efpsn::ledger::record_run(&mut ledger, "s".into(), &eps.unwrap(), 0)
+        .expect("the raised budget covers the run");
     assert!(sim.finished());
 }
 
@@ -255,8 +279,11 @@ fn an_agent_may_bring_its_own_labelled_table_and_a_bad_one_is_declined_naming_it
         .unwrap();
         sim.run().unwrap();
         let run = &sim.dashboard.machine.runs()[0];
-        let RunStatus::Declined(why) = &run.status[1] else { panic!("{:?}", run.status[1]) };
+        let RunStatus::Declined(Decline::Refused(why)) = &run.status[1] else {
+            panic!("{:?}", run.status[1])
+        };
         assert!(why.contains("this agent's own table") && why.contains(expect), "{why}");
+        assert!(!why.contains("data:"), "plain words: {why}");
         assert!(sim.sites[1].machine.ledger().entries().is_empty());
         assert!(sim.finished());
     }
@@ -290,13 +317,15 @@ fn an_agent_leaving_in_phase_2_is_named_by_its_neighbours_and_the_dashboard() {
     sim.sites.remove(2);
     sim.run().unwrap();
     let run = &sim.dashboard.machine.runs()[0];
-    let RunStatus::Failed(own) = &run.status[2] else { panic!("{:?}", run.status[2]) };
-    assert!(own.contains("left the room"), "{own}");
-    for i in [0, 1, 3] {
-        let RunStatus::Failed(why) = &run.status[i] else { panic!("{:?}", run.status[i]) };
-        assert!(why.contains(&format!("participant {leaving}")), "{why}");
+    // Every agent, the one that left included, names who left: the dashboard and the pages
+    // put its name there.
+    for i in 0..4 {
+        assert_eq!(run.status[i], RunStatus::Stopped(Stop::Left(leaving)), "agent {i}");
     }
     assert!(sim.finished());
-    // What was reported before the departure is kept.
+    // What was reported before the departure is kept, and where each agent had got to.
     assert!(!run.iterates[0].is_empty());
+    for reached in &run.reached {
+        assert!(matches!(reached, RunStatus::Phase2 { .. }), "{reached:?}");
+    }
 }

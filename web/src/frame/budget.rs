@@ -73,7 +73,7 @@ pub fn summary<'a>(declines: impl IntoIterator<Item = (String, &'a Shortfall)>) 
 }
 
 /// Up to the third significant digit, so the raised budget is never just short of what is needed.
-fn round_up(v: f64) -> f64 {
+pub fn round_up(v: f64) -> f64 {
     if !(v.is_finite() && v > 0.0) {
         return v;
     }

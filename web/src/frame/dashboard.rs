@@ -36,7 +36,8 @@ use crate::frame::wire::{StudyTransport, WireLine, WireLog, send_noted};
 use crate::ledger_report::{self, LedgerReport};
 use crate::roster::display_name;
 use crate::session::RoomState;
-use crate::studies::efpsn::run::{DIGITS_URL, EfpsnFields, EfpsnLive, EfpsnRun};
+use crate::studies::efpsn::form::EfpsnForm;
+use crate::studies::efpsn::run::{self as efpsn_run, EfpsnLive, EfpsnRun};
 use crate::studies::ica::form::IcaForm;
 use crate::studies::ica::run::IcaLive;
 use crate::studies::mean::form::MeanForm;
@@ -341,39 +342,39 @@ impl DashboardStudy {
         busy
     }
 
-    /// Starts an EFPSN study among the present sites: fetches the data set (the app's copy of
-    /// digits), computes x*, then announces the task. The agents run it among themselves.
-    pub fn start_efpsn(&self, fields: EfpsnFields) {
-        if self.refuse_while_busy() {
-            return;
-        }
+    /// Starts an EFPSN study among the present sites: reads the form for them (a refusal shows
+    /// at once, nothing sent), then loads the data set (the app's copy of digits, once per page)
+    /// and computes x*, then announces the task. The agents run it among themselves.
+    pub fn start_efpsn(&self, read: impl FnOnce(Vec<ParticipantId>) -> Result<EfpsnForm, FormError>) {
         let this = *self;
-        self.view.efpsn_preparing.set(true);
-        self.view.start_error.set(None);
-        // As for DP-VI on CPS1988: no view of the last run while this one prepares.
-        self.view.efpsn.set(None);
-        leptos::task::spawn_local(async move {
-            let data = crate::fetch::labelled_table(DIGITS_URL).await;
-            this.view.efpsn_preparing.set(false);
-            let (data, classes) = match data {
-                Ok(d) => d,
-                Err(e) => {
+        self.start_study(read, |inner, _ws, form, names| {
+            let me = inner.room.me.get_untracked().map(|p| p.id).ok_or("not in the room yet")?;
+            // The signals change once this borrow is released: the data set loads meanwhile.
+            leptos::task::spawn_local(async move {
+                this.view.efpsn.set(None);
+                this.view.efpsn_preparing.set(true);
+                let data = efpsn_run::digits().await;
+                this.view.efpsn_preparing.set(false);
+                let opened = data.and_then(|data| {
+                    let (data, classes) = &*data;
+                    let task = form.task(*classes, data.features())?;
+                    let inner = this.inner().ok_or("the dashboard is closing")?;
+                    let mut inner = inner.borrow_mut();
+                    let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
+                    let transport =
+                        StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
+                    inner.efpsn_count += 1;
+                    let number = inner.efpsn_count;
+                    let run = EfpsnRun::start(number, me, task, data, transport, names, wall_ms())?;
+                    inner.efpsn = Some(run);
+                    Ok(())
+                });
+                if let Err(e) = opened {
                     this.view.start_error.set(Some(FormError::whole(e)));
-                    return;
                 }
-            };
-            this.start_study(Ok::<_, FormError>, |inner, ws, sites, names| {
-                let task = fields.task(&sites, classes, data.features())?;
-                let me =
-                    inner.room.me.get_untracked().map(|p| p.id).ok_or("not in the room yet")?;
-                let transport =
-                    StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
-                inner.efpsn_count += 1;
-                let number = inner.efpsn_count;
-                inner.efpsn =
-                    Some(EfpsnRun::start(number, me, task, &data, transport, names, wall_ms())?);
-                Ok(())
+                this.settle();
             });
+            Ok(())
         });
     }
 

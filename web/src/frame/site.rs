@@ -561,6 +561,8 @@ impl SiteStudy {
             guard.nn = None;
             guard.ica_active = false;
             guard.efpsn_active = true;
+            // The last study's agent is no news: the panel says this one is starting.
+            self.view.efpsn.set(None);
             self.view.current.set(Some(SiteStudyKind::Efpsn));
             guard.vvi_active = false;
             // A tab with a table of its own optimises on it (its label in the `target` column or
@@ -752,7 +754,13 @@ impl SiteStudy {
                 }
             }
             FromWorker::View(view) => self.view.ica.set(Some(*view)),
-            FromWorker::EfpsnView(view) => self.view.efpsn.set(Some(*view)),
+            FromWorker::EfpsnView(mut view) => {
+                // The panel names the other agents as their users typed them.
+                view.names = inner.borrow().room.roster.with_untracked(|r| {
+                    r.with_role(Role::Site).map(|m| (m.peer.id, display_name(&m.peer))).collect()
+                });
+                self.view.efpsn.set(Some(*view));
+            }
             FromWorker::VviView(view) => self.view.vvi.set(Some(*view)),
             FromWorker::Refused(reason) => {
                 web_sys::console::warn_1(&format!("capelab worker: {reason}").into());

@@ -168,6 +168,11 @@ impl EfpsnAgent {
         self.optimizer.as_ref().map(|o| o.x())
     }
 
+    /// The Phase-2 iteration reached, also after the run stopped (`None`: still in Phase 1).
+    pub fn iteration(&self) -> Option<u32> {
+        self.optimizer.as_ref().map(LocalOptimizer::iteration)
+    }
+
     pub fn status(&self) -> AgentStatus {
         if let Some(e) = &self.failed {
             return AgentStatus::Failed(e.clone());

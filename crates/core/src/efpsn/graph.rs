@@ -172,6 +172,22 @@ impl Graph {
         MixingRow { own, others }
     }
 
+    /// The eigenvalues of the Metropolis mixing matrix W, ascending (the last is 1).
+    pub fn mixing_spectrum(&self) -> Vec<f64> {
+        let n = self.len();
+        let mut w = DMatrix::zeros(n, n);
+        for i in 0..n {
+            let row = self.metropolis_weights(i);
+            w[(i, i)] = row.own;
+            for (j, wij) in row.others {
+                w[(i, j)] = wij;
+            }
+        }
+        let mut eig = SymmetricEigen::new(w).eigenvalues.as_slice().to_vec();
+        eig.sort_by(f64::total_cmp);
+        eig
+    }
+
     /// The unweighted Laplacian 𝓛 = degree − adjacency.
     pub fn laplacian(&self) -> DMatrix<f64> {
         let n = self.len();
@@ -237,6 +253,15 @@ mod tests {
             for i in 0..7 {
                 assert!((w.row(i).sum() - 1.0).abs() < 1e-15);
             }
+        }
+    }
+
+    #[test]
+    fn the_mixing_spectrum_of_a_ring_of_four() {
+        // Metropolis on C4: w_ij = 1/3, w_ii = 1/3; eigenvalues 1/3 + (2/3)·cos(2πk/4).
+        let eig = Graph::build(Topology::Ring, 4, 0).unwrap().mixing_spectrum();
+        for (got, want) in eig.iter().zip([-1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0, 1.0]) {
+            assert!((got - want).abs() < 1e-12, "{eig:?}");
         }
     }
 

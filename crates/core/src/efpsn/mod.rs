@@ -57,3 +57,18 @@ pub enum EfpsnError {
     #[error("a mask coefficient overflowed 64 bits")]
     Overflow,
 }
+
+impl EfpsnError {
+    /// The message without its kind's prefix ("parameter: …"), for a page that shows it to a
+    /// person in a sentence of its own.
+    pub fn words(&self) -> String {
+        match self {
+            EfpsnError::Basis(w)
+            | EfpsnError::Graph(w)
+            | EfpsnError::Parameter(w)
+            | EfpsnError::Data(w)
+            | EfpsnError::Protocol(w) => w.clone(),
+            EfpsnError::Overflow => self.to_string(),
+        }
+    }
+}

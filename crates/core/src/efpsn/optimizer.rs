@@ -35,6 +35,36 @@ impl Optimizer {
     pub fn parse(name: &str) -> Option<Self> {
         [Optimizer::Dsgd, Optimizer::Tracking].into_iter().find(|o| o.name() == name)
     }
+
+    /// The constant step α below which the iterates stay finite for any number of iterations,
+    /// on a graph whose mixing matrix W has the eigenvalues `mixing` (ascending, the largest 1:
+    /// [`super::graph::Graph::mixing_spectrum`]), when each local gradient is `curvature`·x plus
+    /// a part bounded for every x. That holds for softmax regression with a ridge λ
+    /// (`curvature` = λ): the loss's gradient on a row a is (p − e_y) ⊗ (a, 1), of norm at most
+    /// √2·‖(a, 1)‖ whatever x, and an affine mask (K_deg = 1) adds a constant. The iteration is
+    /// then a linear system in the iterates driven by bounded inputs, finite for every T exactly
+    /// when that linear system is stable; per eigenvalue μ of W, with s = α·curvature:
+    ///
+    /// - DSGD, x⁺ = Wx − αλx − α(bounded): |μ − s| < 1 for every μ, i.e. s < 1 + μ_min.
+    /// - Gradient tracking: the average obeys x̄⁺ = (1 − s)x̄ − α(bounded) (the trackers average
+    ///   to the average gradient), so s < 2; each other mode is z² − μ(2 − s)z + μ(μ − s), stable
+    ///   (Jury) iff (1 + μ)² > 2μs and μ(μ − s) < 1: for μ > 0 the first holds whenever s < 2,
+    ///   for μ < 0 the second asks s < (1 − μ²)/|μ|.
+    ///
+    /// Below the bound the run may still converge slowly or oscillate (the loss's curvature adds
+    /// to λ); above it the iterates grow without bound and a run stops on non-finite values.
+    pub fn finite_step_bound(self, mixing: &[f64], curvature: f64) -> f64 {
+        if !(curvature > 0.0 && curvature.is_finite()) {
+            return f64::INFINITY;
+        }
+        let mu_min = mixing.iter().copied().fold(1.0f64, f64::min);
+        let s = match self {
+            Optimizer::Dsgd => 1.0 + mu_min,
+            Optimizer::Tracking if mu_min < 0.0 => 2f64.min((1.0 - mu_min * mu_min) / -mu_min),
+            Optimizer::Tracking => 2.0,
+        };
+        s / curvature
+    }
 }
 
 /// How every agent runs Phase 2; public and the same on every agent.
@@ -226,5 +256,78 @@ impl LocalOptimizer {
             _ => self.cost.gradient(x, None, &mut out),
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::efpsn::basis::{Basis, BasisSpec};
+    use crate::efpsn::graph::{Graph, Topology};
+    use crate::efpsn::models::{Examples, Model};
+    use crate::rng::derive;
+
+    /// Four agents on a ring, each with a few rows of a 3-class softmax regression and a large
+    /// affine mask, stepped in lockstep for `iterations`: the largest |x| any agent reaches.
+    fn largest_iterate(optimizer: Optimizer, step: f64, iterations: u32) -> f64 {
+        let graph = Graph::build(Topology::Ring, 4, 0).unwrap();
+        let (classes, features) = (3, 2);
+        let model = Model::Softmax { classes };
+        let variables = model.bias_indices(features);
+        let basis = Basis::build(&BasisSpec { max_degree: 1, variables: 3, size: 3, seed: 1 })
+            .unwrap();
+        let settings = Phase2Settings { optimizer, iterations, step, decay: 0.0, batch: None };
+        let mut agents: Vec<LocalOptimizer> = (0..4)
+            .map(|i| {
+                let x: Vec<f64> = (0..6).map(|r| ((r * 7 + i * 3) % 5) as f64 / 4.0).collect();
+                let y: Vec<f64> = (0..3).map(|r| ((r + i) % classes) as f64).collect();
+                let cost = LocalCost::new(model, Examples::new(features, x, y).unwrap(), 1e-3)
+                    .unwrap();
+                let mask = [300.0, -200.0, 100.0].map(|c| c * if i % 2 == 0 { 1.0 } else { -1.0 });
+                let cost = PerturbedCost {
+                    cost,
+                    variables: variables.clone(),
+                    perturbation: basis.combine(&mask),
+                };
+                let row = graph.metropolis_weights(i);
+                LocalOptimizer::new(settings, row, cost, derive(i as u64, "agent"))
+            })
+            .collect();
+        let mut largest = 0.0f64;
+        for _ in 0..iterations {
+            let sent: Vec<Iterate> = agents.iter().map(LocalOptimizer::iterate).collect();
+            for (i, agent) in agents.iter_mut().enumerate() {
+                let from: Vec<(usize, &Iterate)> =
+                    graph.neighbours(i).iter().map(|&j| (j, &sent[j])).collect();
+                if agent.step(&from).is_err() {
+                    return f64::INFINITY;
+                }
+            }
+            for agent in &agents {
+                largest = agent.x().iter().fold(largest, |m, v| m.max(v.abs()));
+            }
+            if !largest.is_finite() {
+                return f64::INFINITY;
+            }
+        }
+        largest
+    }
+
+    #[test]
+    fn iterates_stay_finite_below_the_step_bound_and_blow_up_above_it() {
+        let mixing = Graph::build(Topology::Ring, 4, 0).unwrap().mixing_spectrum();
+        // W's smallest eigenvalue on C4 is −1/3: DSGD s < 2/3, tracking s < min(2, 8/3).
+        let dsgd = Optimizer::Dsgd.finite_step_bound(&mixing, 1e-3);
+        let tracking = Optimizer::Tracking.finite_step_bound(&mixing, 1e-3);
+        assert!((dsgd - 2.0 / 3.0 / 1e-3).abs() < 1e-6, "{dsgd}");
+        assert!((tracking - 2.0 / 1e-3).abs() < 1e-6, "{tracking}");
+        for (optimizer, bound) in [(Optimizer::Dsgd, dsgd), (Optimizer::Tracking, tracking)] {
+            let below = largest_iterate(optimizer, 0.9 * bound, 3000);
+            assert!(below.is_finite() && below < 1e9, "{optimizer:?} below: {below}");
+            let above = largest_iterate(optimizer, 1.1 * bound, 3000);
+            assert!(!(above < 1e30), "{optimizer:?} above: {above}");
+        }
+        // A step at the default scale stays small.
+        assert!(largest_iterate(Optimizer::Tracking, 2.0, 500) < 1e6);
     }
 }

@@ -1,88 +1,100 @@
 //! The dashboard's "Decentralised optimisation (EFPSN)" panel: the form, then the agents' graph,
 //! each agent's progress per run, ‖x̄ − x*‖ and accuracy for EFPSN, the baseline and noise-free
 //! side by side, the masks cancelling, ε, and what a curious neighbour sees. It renders
-//! [`DashboardStudy`]'s EFPSN signals; the numbers come from [`crate::studies::efpsn::view`].
+//! [`DashboardStudy`]'s EFPSN signals; the words and numbers come from
+//! [`crate::studies::efpsn::view`].
 
 use capelab_core::efpsn::attack::{Perturbed, reconstruct};
 use capelab_core::efpsn::graph::Topology;
 use capelab_core::efpsn::optimizer::Optimizer;
 use capelab_core::efpsn::sim::Method;
+use capelab_core::rng::os_rng;
 use capelab_core::study::efpsn::Residual;
-use capelab_core::wire::Role;
+use capelab_core::wire::{ParticipantId, Role};
 use leptos::prelude::*;
+use rand_core::Rng;
 
 use crate::components::charts::heatmap::{self, HeatmapSpec, Tile};
-use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, line};
+use crate::frame::consent::present_consent;
 use crate::frame::dashboard::DashboardStudy;
+use crate::frame::form::TextField;
 use crate::frame::start::{StartButton, StartError};
+use crate::numbers::show;
+use crate::roster::display_name;
 use crate::session::RoomState;
-use crate::studies::efpsn::run::{EfpsnFields, EfpsnLive};
+use crate::studies::efpsn::form::{self, EfpsnFields, Room};
+use crate::studies::efpsn::graph::{Activity, graph_svg};
+use crate::studies::efpsn::run::EfpsnLive;
 use crate::studies::efpsn::view::{
-    Activity, accuracy_chart, activity, cancellation, deviation_chart, graph_svg, method_label,
-    status_text,
+    accuracy_chart, activity, cancellation, cell, deviation_chart, method_label, notes, percent,
 };
+
+/// The site names of the room (those gone too: a run names who left).
+pub fn site_names(state: RoomState) -> std::collections::BTreeMap<ParticipantId, String> {
+    state.roster.with_untracked(|r| {
+        r.with_role(Role::Site).map(|m| (m.peer.id, display_name(&m.peer))).collect()
+    })
+}
 
 #[component]
 pub fn EfpsnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let d = EfpsnFields::default();
     let topology = RwSignal::new("ring".to_owned());
-    let gamma = RwSignal::new(format!("{}", d.gamma));
+    let gamma = RwSignal::new(d.gamma);
     let optimizer = RwSignal::new("tracking".to_owned());
-    let iterations = RwSignal::new(d.iterations.to_string());
-    let step = RwSignal::new(d.step.to_string());
+    let iterations = RwSignal::new(d.iterations);
+    let step = RwSignal::new(d.step);
     let key_bits = RwSignal::new(d.key_bits.to_string());
     let perturbed = RwSignal::new("biases".to_owned());
-    let with_baseline = RwSignal::new(true);
-    let with_noise_free = RwSignal::new(true);
-    let form_error = RwSignal::new(None::<String>);
+    // The comparison runs need every site's consent: ticked by default only when every site
+    // present allows them, until the teacher ticks or unticks them.
+    let consent = present_consent(state, study);
+    let with_baseline = RwSignal::new(false);
+    let with_noise_free = RwSignal::new(false);
+    let touched = RwSignal::new(false);
+    Effect::new(move |_| {
+        let all = consent.get().all();
+        if !touched.get_untracked() {
+            with_baseline.set(all);
+            with_noise_free.set(all);
+        }
+    });
+    let error = study.view.start_error;
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let running = move || study.view.busy();
+    let typed = move || EfpsnFields {
+        topology: Topology::parse(&topology.get()).unwrap_or(Topology::Ring),
+        gamma: gamma.get(),
+        optimizer: Optimizer::parse(&optimizer.get()).unwrap_or(Optimizer::Tracking),
+        iterations: iterations.get(),
+        step: step.get(),
+        key_bits: if key_bits.get() == "1024" { 1024 } else { 2048 },
+        perturbed: if perturbed.get() == "all" { Perturbed::All } else { Perturbed::Biases },
+        baseline: with_baseline.get(),
+        noise_free: with_noise_free.get(),
+    };
+    // What the run will record and how large a step it takes, as the form is filled in.
+    let preview = Memo::new(move |_| {
+        let sites: Vec<ParticipantId> = (1..=present.get() as ParticipantId).collect();
+        let fields = typed();
+        let form = fields.read(sites, &Room::default(), 0).ok()?;
+        let bound = form.optimizer.finite_step_bound(&form.graph.mixing_spectrum(), form::RIDGE);
+        Some(format!(
+            "Each agent's ledger records ε = {} at δ = {} for the EFPSN run (Theorem IV.1 on this \
+             graph at γ = {}), before anything is sent. Steps α below {} keep the iterates finite.",
+            show(form.epsilon.epsilon),
+            show(form.epsilon.delta),
+            show(form.gamma),
+            show(bound)
+        ))
+    });
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let number = |name: &str, v: String| {
-            v.trim().parse::<f64>().map_err(|_| format!("{name}: “{v}” is not a number"))
-        };
-        let fields = (|| {
-            let mut methods = vec![Method::Efpsn];
-            if with_baseline.get_untracked() {
-                methods.push(Method::Baseline);
-            }
-            if with_noise_free.get_untracked() {
-                methods.push(Method::NoiseFree);
-            }
-            let iterations = iterations.get_untracked();
-            Ok::<_, String>(EfpsnFields {
-                topology: Topology::parse(&topology.get_untracked()).unwrap_or(Topology::Ring),
-                gamma: number("γ", gamma.get_untracked())?,
-                optimizer: Optimizer::parse(&optimizer.get_untracked())
-                    .unwrap_or(Optimizer::Tracking),
-                iterations: iterations
-                    .trim()
-                    .parse()
-                    .ok()
-                    .filter(|&t: &u32| (1..=100_000).contains(&t))
-                    .ok_or(format!(
-                        "iterations: “{iterations}” is not a whole number in 1..=100000"
-                    ))?,
-                step: number("step α", step.get_untracked())?,
-                key_bits: if key_bits.get_untracked() == "1024" { 1024 } else { 2048 },
-                perturbed: if perturbed.get_untracked() == "all" {
-                    Perturbed::All
-                } else {
-                    Perturbed::Biases
-                },
-                methods,
-                delta: EfpsnFields::default().delta,
-            })
-        })();
-        match fields {
-            Ok(fields) => {
-                form_error.set(None);
-                study.start_efpsn(fields);
-            }
-            Err(e) => form_error.set(Some(e)),
-        }
+        let fields = untrack(typed);
+        let room = Room { reports: study.view.reports.get_untracked(), names: site_names(state) };
+        let seed = os_rng().next_u64();
+        study.start_efpsn(move |sites| fields.read(sites, &room, seed));
     };
     view! {
         <section class="card span-all mean-panel" data-testid="efpsn-panel">
@@ -97,7 +109,7 @@ pub fn EfpsnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             <p class="muted">
                 "The baseline draws each agent's mask alone (Nozari et al.): it does not cancel. "
                 "The baseline and noise-free runs are comparisons no guarantee covers: a site takes "
-                "part in them only if its user ticked “non-private comparison runs”."
+                "part in them only if its user allows non-private comparison runs."
             </p>
             <form class="mean-form" on:submit=submit>
                 <fieldset class="field-grid" disabled=running>
@@ -110,15 +122,15 @@ pub fn EfpsnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                             <option value="geometric">"random geometric"</option>
                         </select>
                     </label>
-                    <label>"noise scale γ"<input id="efpsn-gamma" inputmode="decimal" bind:value=gamma /></label>
+                    <TextField field=form::GAMMA value=gamma error />
                     <label>"optimiser"
                         <select id="efpsn-optimizer" bind:value=optimizer>
                             <option value="tracking">"gradient tracking"</option>
                             <option value="dsgd">"DSGD"</option>
                         </select>
                     </label>
-                    <label>"iterations T"<input id="efpsn-iterations" inputmode="numeric" bind:value=iterations /></label>
-                    <label>"step α"<input id="efpsn-step" inputmode="decimal" bind:value=step /></label>
+                    <TextField field=form::ITERATIONS value=iterations error numeric=true />
+                    <TextField field=form::STEP value=step error />
                     <label>"Paillier key"
                         <select id="efpsn-key" bind:value=key_bits>
                             <option value="2048">"2048 bits"</option>
@@ -131,13 +143,14 @@ pub fn EfpsnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                             <option value="all">"all 650 parameters"</option>
                         </select>
                     </label>
-                    <label class="check"><input type="checkbox" id="efpsn-baseline" bind:checked=with_baseline />"run the baseline too"</label>
-                    <label class="check"><input type="checkbox" id="efpsn-noise-free" bind:checked=with_noise_free />"run noise-free too"</label>
+                    <label class="check"><input type="checkbox" id="efpsn-baseline" bind:checked=with_baseline on:change=move |_| touched.set(true) />"run the baseline too"</label>
+                    <label class="check"><input type="checkbox" id="efpsn-noise-free" bind:checked=with_noise_free on:change=move |_| touched.set(true) />"run noise-free too"</label>
+                    <p class="muted small span-all" data-testid="efpsn-consent">{move || consent.get().sentence()}</p>
                 </fieldset>
+                {move || preview.get().map(|p| view! { <p class="muted" data-testid="efpsn-preview">{p}</p> })}
                 <StartButton test_id="start-efpsn" action="Start" present running=Signal::derive(running) />
             </form>
-            {move || form_error.get().map(|e| view! { <p class="form-error" role="alert">{e}</p> })}
-            <StartError error=study.view.start_error />
+            <StartError error />
             <Show when=move || study.view.efpsn_preparing.get()>
                 <p class="live-phase" data-testid="efpsn-preparing">"Loading digits and solving x* centrally…"</p>
             </Show>
@@ -149,9 +162,10 @@ pub fn EfpsnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
 #[component]
 fn EfpsnLiveView(live: EfpsnLive, study: DashboardStudy) -> impl IntoView {
     let iterations = live.task.runs[0].plan.phase2.iterations;
-    let names: Vec<String> = (0..live.agents.len()).map(|i| live.name(i)).collect();
-    let activity: Vec<Activity> = (0..live.agents.len()).map(|i| activity(&live.runs, i)).collect();
-    let graph = graph_svg(&live.graph, &names, &activity);
+    let n = live.agents.len();
+    let names: Vec<String> = (0..n).map(|i| live.name(i)).collect();
+    let now: Vec<Activity> = (0..n).map(|i| activity(&live, i)).collect();
+    let graph = graph_svg(&live.graph, &names, &now);
     let epsilon = live.runs.iter().find_map(|r| r.epsilon);
     let gamma = live.task.runs[0].plan.setup.law.gamma;
     let header = live
@@ -159,23 +173,32 @@ fn EfpsnLiveView(live: EfpsnLive, study: DashboardStudy) -> impl IntoView {
         .iter()
         .map(|r| view! { <th scope="col">{method_label(r.method)}</th> })
         .collect_view();
-    let rows = (0..live.agents.len())
+    let rows = (0..n)
         .map(|i| {
             let cells = live
                 .runs
                 .iter()
                 .map(|r| {
-                    let (text, progress) = status_text(&r.status[i], iterations);
+                    let (text, progress) = cell(&live, r, i);
                     view! {
                         <td>
-                            <progress max="1" value=progress></progress>
+                            <progress max="1" value=progress aria-label=format!("{} of {}", method_label(r.method), names[i])></progress>
                             <span class="small">{text}</span>
                         </td>
                     }
                 })
                 .collect_view();
-            view! { <tr data-testid="efpsn-agent"><th scope="row">{format!("{i}: {}", names[i])}</th>{cells}</tr> }
+            view! {
+                <tr data-testid="efpsn-agent" data-agent=i>
+                    <th scope="row">{names[i].clone()}<span class="muted small">{format!(" node {i}")}</span></th>
+                    {cells}
+                </tr>
+            }
         })
+        .collect_view();
+    let notes = notes(&live)
+        .into_iter()
+        .map(|(testid, text)| view! { <p class="callout callout-warn" data-testid=testid>{text}</p> })
         .collect_view();
     let deviation = line::render(&deviation_chart(&live.runs, iterations), "efpsn-deviation");
     let accuracy =
@@ -187,7 +210,7 @@ fn EfpsnLiveView(live: EfpsnLive, study: DashboardStudy) -> impl IntoView {
         .map(|(m, p)| {
             view! {
                 <li data-testid=format!("efpsn-final-{}", m.name()) data-accuracy=p.score data-deviation=p.deviation data-iteration=p.iteration>
-                    {format!("{}: accuracy {:.1}% and ‖x̄ − x*‖ = {} at iteration {}", method_label(m), 100.0 * p.score, format_value(p.deviation), p.iteration)}
+                    {format!("{}: accuracy {} and ‖x̄ − x*‖ = {} at iteration {}", method_label(m), percent(p.score), show(p.deviation), show(f64::from(p.iteration)))}
                 </li>
             }
         })
@@ -196,24 +219,26 @@ fn EfpsnLiveView(live: EfpsnLive, study: DashboardStudy) -> impl IntoView {
     let exact = live.runs.iter().find(|r| r.method == Method::NoiseFree);
     let cancel = efpsn.zip(exact).and_then(|(e, f)| cancellation(e, f));
     let stem = format!("capelab-efpsn-{}", live.number);
+    let degree = live.graph.degree(0);
+    let running = !live.finished;
     view! {
         <div class="live-study study-focus" data-testid="efpsn-live" data-finished=live.finished.to_string()>
             <div class="efpsn-top">
-                <figure class="chart" data-testid="efpsn-graph">
-                    <div inner_html=graph></div>
-                    <figcaption class="small">"Moving dashes: messages crossing a link (amber: Phase 1's keys and encrypted noise; blue: Phase 2's iterates). Grey dashes: a link cut because an agent left or declined."</figcaption>
+                <figure class="efpsn-graph" data-testid="efpsn-graph">
+                    <div class="efpsn-graph-svg" inner_html=graph></div>
+                    <figcaption class="small">"Blue moving dashes: iterates crossing a link (Phase 2); amber: Paillier keys and encrypted noise (Phase 1); grey: idle; red with a cross: cut, because an agent left or declined."</figcaption>
                 </figure>
-                <div>
+                <div class="efpsn-side">
                     <p data-testid="efpsn-epsilon">{match epsilon {
-                        Some(e) => format!("Each agent's guarantee by Theorem IV.1 at γ = {}: ε = {} at δ = {} (μ₂ = {}, μ_max = {} of the graph's Laplacian). The paper's claim: the theorem ignores what corrupted neighbours know about an agent's edges.", format_value(gamma), format_value(e.epsilon), format_value(e.delta), format_value(e.mu2), format_value(e.mu_max)),
+                        Some(e) => format!("Each agent's guarantee by Theorem IV.1 at γ = {}: ε = {} at δ = {} (μ₂ = {}, μ_max = {} of the graph's Laplacian). The paper's claim: the theorem ignores what corrupted neighbours know about an agent's edges.", show(gamma), show(e.epsilon), show(e.delta), show(e.mu2), show(e.mu_max)),
                         None => "No EFPSN run: no guarantee to state.".into(),
                     }}</p>
-                    {live.stopped.clone().map(|s| view! { <p class="form-error">{format!("Stopped: {s}")}</p> })}
+                    {notes}
                 </div>
             </div>
             <div class="table-scroll">
                 <table class="numbers efpsn-agents" data-testid="efpsn-agents">
-                    <thead><tr><th scope="col">"agent"</th>{header}</tr></thead>
+                    <thead><tr><th scope="col">"site"</th>{header}</tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
             </div>
@@ -222,23 +247,23 @@ fn EfpsnLiveView(live: EfpsnLive, study: DashboardStudy) -> impl IntoView {
             <Chart markup=Signal::stored(accuracy) id="efpsn-accuracy".to_owned() file_stem=format!("{stem}-accuracy") testid="efpsn-accuracy-chart" />
             <ResidualView residual=live.residual.clone() />
             {cancel.map(|c| {
-                let per: Vec<String> = c.per_agent.iter().enumerate().map(|(i, v)| format!("agent {i}: {}", format_value(*v))).collect();
+                let per: Vec<String> = c.per_agent.iter().enumerate().map(|(i, v)| format!("{}: {}", names[i], show(*v))).collect();
                 let fraction = c.sum / c.per_agent.iter().cloned().fold(0.0, f64::max).max(f64::MIN_POSITIVE);
                 view! {
                     <div data-testid="efpsn-cancellation" data-relative=fraction>
                         <h3>"The masks cancel"</h3>
                         <p>{format!("What each agent's mask adds to its gradient at x = 0, ‖∇f̂_i(0) − ∇f_i(0)‖: {}.", per.join(", "))}</p>
-                        <p>{format!("Summed over the agents: ‖Σ_i ∇f̂_i(0) − Σ_i ∇f_i(0)‖ = {} (that is {} of the largest single mask; ‖Σ_i ∇f_i(0)‖ = {}). The integer masks sum to exactly 0: what remains is floating-point rounding.", format_value(c.sum), format_value(fraction), format_value(c.exact_sum))}</p>
+                        <p>{format!("Summed over the agents: ‖Σ_i ∇f̂_i(0) − Σ_i ∇f_i(0)‖ = {} (that is {} of the largest single mask; ‖Σ_i ∇f_i(0)‖ = {}). The integer masks sum to exactly 0: what remains is floating-point rounding.", show(c.sum), show(fraction), show(c.exact_sum))}</p>
                     </div>
                 }
             })}
-            <CuriousNeighbour probe=live.probe.clone() gamma degree=live.graph.degree(0) />
+            <CuriousNeighbour probe=live.probe.clone() gamma degree />
             {(!live.refusals.is_empty()).then(|| view! {
-                <p class="muted small">"Refused inputs: " {live.refusals.join("; ")}</p>
+                <p class="muted small">"Messages the dashboard could not use: " {live.refusals.join("; ")}</p>
             })}
-            <Show when=move || study.view.efpsn.with(|l| l.as_ref().is_some_and(|l| !l.finished))>
+            {running.then(|| view! {
                 <button type="button" class="button" data-testid="stop-efpsn" on:click=move |_| study.stop()>"Stop"</button>
-            </Show>
+            })}
         </div>
     }
 }
@@ -274,54 +299,51 @@ fn ResidualView(residual: Residual) -> impl IntoView {
 
 /// One held-out image read back from an agent's released gradient (softmax regression: each row
 /// of the weight gradient is a multiple of the input), at γ = 0 and the study's γ, for both
-/// choices of the perturbed variables.
+/// choices of the perturbed variables. Row labels and captions are short so that none is cut or
+/// runs into the next; the cosines are listed under the figure.
 #[component]
 fn CuriousNeighbour(probe: (Vec<f64>, usize), gamma: f64, degree: usize) -> impl IntoView {
     let (image, label) = probe;
     let side = (image.len() as f64).sqrt() as usize;
     let mut rows = vec![(
-        "the image".to_owned(),
+        "image".to_owned(),
         vec![Tile {
-            label: format!("label {label}"),
+            label: format!("digit {label}"),
             width: side,
             height: side,
             values: image.clone(),
         }],
     )];
     let mut lines = Vec::new();
-    for perturbed in [Perturbed::Biases, Perturbed::All] {
+    for (perturbed, row) in [(Perturbed::Biases, "biases"), (Perturbed::All, "all 650")] {
         let mut tiles = Vec::new();
         for g in [0.0, gamma] {
             match reconstruct(&image, label, 10, perturbed, g, degree.max(1), 7) {
                 Ok(r) => {
                     lines.push(format!(
-                        "{} perturbed, γ = {}: cosine to the image {:.6}; the mask is {} of the weight gradient",
+                        "{} perturbed, γ = {}: cosine to the image {}; the mask is {} of the weight gradient",
                         perturbed.name(),
-                        format_value(g),
-                        r.cosine,
-                        format_value(r.mask_to_signal)
+                        show(g),
+                        show(r.cosine),
+                        show(r.mask_to_signal)
                     ));
                     tiles.push(Tile {
-                        label: format!("γ = {}: cos {:.2}", format_value(g), r.cosine),
+                        label: format!("γ = {}", show(g)),
                         width: side,
                         height: side,
                         values: r.image,
                     });
                 }
-                Err(e) => {
-                    lines.push(format!("{} at γ = {}: {e}", perturbed.name(), format_value(g)))
-                }
+                Err(e) => lines.push(format!("{} at γ = {}: {e}", perturbed.name(), show(g))),
             }
         }
-        rows.push((format!("{} perturbed", perturbed.name()), tiles));
+        rows.push((row.to_owned(), tiles));
     }
     let spec = HeatmapSpec {
         title: "What a curious neighbour reads from one released gradient".into(),
         rows,
         tile: 64.0,
-        note: Some(
-            "Measured here, as in `cape efpsn-attack`: neither choice hides the image.".into(),
-        ),
+        note: Some("Measured here, as in `cape efpsn-attack`: neither choice hides the image.".into()),
     };
     let svg = heatmap::render(&spec, "efpsn-attack");
     view! {

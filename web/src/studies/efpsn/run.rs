@@ -9,62 +9,26 @@ The data set is the app's bundled copy of scikit-learn's `digits` (`digits.csv`,
 app; every agent tab fetches the same file and keeps only its own part of the public split.
 */
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use capelab_core::data::Dataset;
 use capelab_core::driver::Driver;
-use capelab_core::efpsn::attack::Perturbed;
-use capelab_core::efpsn::basis::BasisSpec;
-use capelab_core::efpsn::epsilon::TheoremInputs;
-use capelab_core::efpsn::graph::{Graph, Topology};
-use capelab_core::efpsn::mask::NoiseLaw;
-use capelab_core::efpsn::messages::{Phase1Setup, Plan};
-use capelab_core::efpsn::models::Model;
-use capelab_core::efpsn::optimizer::{Optimizer, Phase2Settings};
+use capelab_core::efpsn::graph::Graph;
 use capelab_core::efpsn::problem::{ClassificationSplit, Problem};
-use capelab_core::efpsn::sim::Method;
 use capelab_core::rng::os_rng;
 use capelab_core::study::StudyId;
-use capelab_core::study::efpsn::{EfpsnObserver, EfpsnTask, ObservedRun, Residual, RunPlan};
+use capelab_core::study::efpsn::{EfpsnObserver, EfpsnTask, ObservedRun, Residual, Stop};
 use capelab_core::wire::ParticipantId;
 use rand_core::Rng;
 use serde::Serialize;
 
 use crate::frame::wire::StudyTransport;
+use crate::studies::efpsn::form::RIDGE;
 
 /// Where the app serves the data set from (trunk copies it into `dist/`).
 pub const DIGITS_URL: &str = "digits.csv";
-
-/// What the teacher picks in the form.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EfpsnFields {
-    pub topology: Topology,
-    pub gamma: f64,
-    pub optimizer: Optimizer,
-    pub iterations: u32,
-    pub step: f64,
-    pub key_bits: u32,
-    pub perturbed: Perturbed,
-    pub methods: Vec<Method>,
-    pub delta: f64,
-}
-
-impl Default for EfpsnFields {
-    fn default() -> Self {
-        EfpsnFields {
-            topology: Topology::Ring,
-            gamma: 1e3,
-            optimizer: Optimizer::Tracking,
-            iterations: 200,
-            step: 2.0,
-            key_bits: 2048,
-            perturbed: Perturbed::Biases,
-            methods: Method::ALL.to_vec(),
-            // A tenth of a site's default budget δ (1e-5): the run's δ must leave some of it.
-            delta: 1e-6,
-        }
-    }
-}
 
 /// The public split every tab applies to digits: 16 bounds the pixel counts, 20% is held out.
 pub fn digits_split(classes: usize, features: usize) -> ClassificationSplit {
@@ -72,80 +36,25 @@ pub fn digits_split(classes: usize, features: usize) -> ClassificationSplit {
         classes,
         features,
         feature_bound: 16.0,
-        ridge: 1e-3,
+        ridge: RIDGE,
         test_fraction: 0.2,
         seed: 0,
     }
 }
 
-impl EfpsnFields {
-    /// The task for the agents `sites` (in graph order), checked as every agent will check it.
-    pub fn task(
-        &self,
-        sites: &[ParticipantId],
-        classes: usize,
-        features: usize,
-    ) -> Result<EfpsnTask, String> {
-        if sites.len() < 2 {
-            return Err(format!(
-                "only {} site(s) present: EFPSN needs at least 2 agents on a graph",
-                sites.len()
-            ));
-        }
-        if self.methods.is_empty() {
-            return Err("pick at least one method to run".into());
-        }
-        let mut rng = os_rng();
-        let graph =
-            Graph::build(self.topology, sites.len(), rng.next_u64()).map_err(|e| e.to_string())?;
-        let model = Model::Softmax { classes };
-        let variables = self.perturbed.variables(model, features);
-        let m = variables.len() as u32;
-        // The paper's (K_deg, m, N_b) = (1, 10, 10) for the biases; for all 650 parameters an
-        // affine basis of 64 functions (as `cape efpsn-attack`), packed into few ciphertexts.
-        let size = match self.perturbed {
-            Perturbed::Biases => m,
-            Perturbed::All => (m + 1).min(64),
-        };
-        let basis = BasisSpec { max_degree: 1, variables: m, size, seed: rng.next_u64() };
-        let law = NoiseLaw { gamma: self.gamma, decay: 1.0, precision: 6 };
-        let phase2 = Phase2Settings {
-            optimizer: self.optimizer,
-            iterations: self.iterations,
-            step: self.step,
-            decay: 0.0,
-            batch: None,
-        };
-        let mut methods = self.methods.clone();
-        methods.sort_by_key(|m| Method::ALL.iter().position(|a| a == m));
-        let runs = methods
-            .into_iter()
-            .map(|method| {
-                let mut id = [0u8; 16];
-                rng.fill_bytes(&mut id);
-                RunPlan {
-                    method,
-                    plan: Plan {
-                        study: StudyId(id),
-                        graph: graph.clone(),
-                        agents: sites.to_vec(),
-                        setup: Phase1Setup { basis, law },
-                        phase2,
-                        variables: variables.clone(),
-                    },
-                }
-            })
-            .collect();
-        let task = EfpsnTask {
-            runs,
-            split: digits_split(classes, features),
-            key_bits: self.key_bits,
-            record_every: (self.iterations / 40).max(1),
-            theorem: TheoremInputs::spec_default(self.gamma, self.delta),
-        };
-        task.check().map_err(|e| e.to_string())?;
-        Ok(task)
+thread_local! {
+    /// The dashboard's copy of digits and its classes, once loaded (it does not change).
+    static DIGITS: RefCell<Option<Rc<(Dataset, usize)>>> = const { RefCell::new(None) };
+}
+
+/// The app's copy of digits, fetched once per page.
+pub async fn digits() -> Result<Rc<(Dataset, usize)>, String> {
+    if let Some(d) = DIGITS.with_borrow(Clone::clone) {
+        return Ok(d);
     }
+    let loaded = Rc::new(crate::fetch::labelled_table(DIGITS_URL).await?);
+    DIGITS.with_borrow_mut(|d| *d = Some(loaded.clone()));
+    Ok(loaded)
 }
 
 /// One run as the dashboard shows it (the iterates stay in the observer).
@@ -153,7 +62,8 @@ impl EfpsnFields {
 pub struct EfpsnLive {
     pub number: usize,
     pub finished: bool,
-    pub stopped: Option<String>,
+    /// Why the whole study ended early (the teacher, a site that declined the EFPSN run).
+    pub stopped: Option<Stop>,
     pub graph: Graph,
     pub agents: Vec<ParticipantId>,
     pub names: BTreeMap<ParticipantId, String>,
@@ -169,8 +79,13 @@ pub struct EfpsnLive {
 }
 
 impl EfpsnLive {
+    /// Agent `agent`'s site name, as its user typed it.
     pub fn name(&self, agent: usize) -> String {
-        let id = self.agents[agent];
+        self.name_of(self.agents[agent])
+    }
+
+    /// A participant's site name, as its user typed it.
+    pub fn name_of(&self, id: ParticipantId) -> String {
         self.names.get(&id).cloned().unwrap_or_else(|| format!("Site {id}"))
     }
 }
@@ -196,13 +111,13 @@ impl EfpsnRun {
         now_ms: u64,
     ) -> Result<Self, String> {
         let problem: Problem =
-            task.split.problem(data, task.agents().len()).map_err(|e| e.to_string())?;
+            task.split.problem(data, task.agents().len()).map_err(|e| e.words())?;
         let x_star_score = problem.score(&problem.x_star);
         let probe = (problem.test.row(0).to_vec(), problem.test.y[0] as usize);
         let mut id = [0u8; 16];
         os_rng().fill_bytes(&mut id);
         let (observer, out) = EfpsnObserver::start(me, StudyId(id), task, problem, os_rng())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| e.words())?;
         let mut driver = Driver::new(transport, observer);
         driver.send(now_ms, out);
         Ok(EfpsnRun { number, driver, names, x_star_score, probe })
@@ -219,7 +134,7 @@ impl EfpsnRun {
         EfpsnLive {
             number: self.number,
             finished: self.is_finished(),
-            stopped: o.stopped().map(str::to_owned),
+            stopped: o.stopped().cloned(),
             graph: o.task().runs[0].plan.graph.clone(),
             agents: o.task().agents().to_vec(),
             names: self.names.clone(),
@@ -232,6 +147,7 @@ impl EfpsnRun {
                     method: r.method,
                     epsilon: r.epsilon,
                     status: r.status.clone(),
+                    reached: r.reached.clone(),
                     iterates: Vec::new(),
                     gradient_at_zero: r.gradient_at_zero.clone(),
                     trace: r.trace.clone(),

@@ -1,13 +1,18 @@
-//! What the EFPSN panels show, as pure functions of the study's state: status sentences, the
-//! deviation and accuracy charts of the runs side by side, the graph, the masks' cancellation.
+//! What the EFPSN panels say and draw, as pure functions of the study's state: each agent's cell
+//! in a run (one progress and one short word; why a run did not happen is said once, under the
+//! table), why the study stopped, in the site names people typed, the deviation and accuracy
+//! charts of the runs side by side, what the graph shows of each agent, the masks cancelling.
 
-use capelab_core::efpsn::graph::Graph;
 use capelab_core::efpsn::sim::Method;
-use capelab_core::study::efpsn::{ObservedRun, RunStatus};
+use capelab_core::study::efpsn::{Decline, ObservedRun, RunStatus, Stop};
+use capelab_core::wire::ParticipantId;
 
 use crate::components::charts::line::{LineChartSpec, Series};
 use crate::components::charts::scale::Scale;
 use crate::components::charts::svg::PALETTE;
+use crate::numbers::show;
+use crate::studies::efpsn::graph::Activity;
+use crate::studies::efpsn::run::EfpsnLive;
 
 pub fn method_label(method: Method) -> &'static str {
     match method {
@@ -17,7 +22,16 @@ pub fn method_label(method: Method) -> &'static str {
     }
 }
 
-fn colour(method: Method) -> &'static str {
+/// The method's short name, for a headline.
+pub fn method_short(method: Method) -> &'static str {
+    match method {
+        Method::Efpsn => "EFPSN",
+        Method::Baseline => "baseline",
+        Method::NoiseFree => "noise-free",
+    }
+}
+
+pub fn colour(method: Method) -> &'static str {
     match method {
         Method::Efpsn => PALETTE[0],
         Method::Baseline => PALETTE[1],
@@ -25,28 +39,191 @@ fn colour(method: Method) -> &'static str {
     }
 }
 
-/// A run's status on one agent as a sentence and a progress fraction.
-pub fn status_text(status: &RunStatus, iterations: u32) -> (String, f64) {
+/// Phase 1 is the first tenth of a progress bar, Phase 2 the rest.
+fn progress(status: &RunStatus, iterations: u32) -> f64 {
     match status {
         RunStatus::Phase1 { keys, noise_sent, noise_received, neighbours } => {
             let steps = 3 * (*neighbours).max(1);
-            let done = keys + noise_sent + noise_received;
-            (
-                format!(
-                    "Phase 1: keys {keys}/{neighbours}, encrypted noise sent {noise_sent}/{neighbours}, \
-                     received and decrypted {noise_received}/{neighbours}"
-                ),
-                // Phase 1 is the first tenth of the bar.
-                0.1 * done as f64 / steps as f64,
-            )
+            0.1 * (keys + noise_sent + noise_received) as f64 / steps as f64
         }
-        RunStatus::Phase2 { iteration } => (
-            format!("Phase 2: iteration {iteration} of {iterations}"),
-            0.1 + 0.9 * f64::from(*iteration) / f64::from(iterations.max(1)),
+        RunStatus::Phase2 { iteration } => {
+            0.1 + 0.9 * f64::from(*iteration) / f64::from(iterations.max(1))
+        }
+        RunStatus::Done => 1.0,
+        RunStatus::Declined(_) | RunStatus::Stopped(_) => 0.0,
+    }
+}
+
+/// Where a stopped run ended, the same for every agent: the last iteration every agent
+/// reported, at which x̄ was last measured (`None`: in Phase 1, before any iterate).
+pub fn stopped_at(run: &ObservedRun) -> Option<u32> {
+    run.trace.last().map(|p| p.iteration)
+}
+
+/// Agent `i`'s cell in `run`: a few words and its progress. A run that stopped keeps each
+/// agent's progress, at the iteration all of them reached.
+pub fn cell(live: &EfpsnLive, run: &ObservedRun, i: usize) -> (String, f64) {
+    let iterations = live.task.runs[0].plan.phase2.iterations;
+    let status = &run.status[i];
+    match status {
+        RunStatus::Phase1 { keys, noise_sent, noise_received, neighbours } => (
+            format!(
+                "Phase 1: keys {keys}/{neighbours}, noise sent {noise_sent}/{neighbours}, \
+                 received {noise_received}/{neighbours}"
+            ),
+            progress(status, iterations),
         ),
-        RunStatus::Done => ("Done".into(), 1.0),
-        RunStatus::Declined(why) => (format!("Declined: {why}"), 0.0),
-        RunStatus::Failed(why) => (format!("Stopped: {why}"), 0.0),
+        RunStatus::Phase2 { iteration } => (
+            format!("iteration {} of {}", show(f64::from(*iteration)), show(f64::from(iterations))),
+            progress(status, iterations),
+        ),
+        RunStatus::Done => ("done".into(), 1.0),
+        RunStatus::Declined(_) => ("declined".into(), 0.0),
+        RunStatus::Stopped(stop) => {
+            let reached = match (&run.reached[i], stopped_at(run)) {
+                (RunStatus::Phase2 { .. }, Some(t)) => RunStatus::Phase2 { iteration: t },
+                (other, _) => other.clone(),
+            };
+            let at = match &reached {
+                RunStatus::Phase2 { iteration } => format!("at iteration {}", show(f64::from(*iteration))),
+                _ => "in Phase 1".into(),
+            };
+            let left = matches!(stop, Stop::Left(p) if *p == live.agents[i]);
+            let word = if left { "left the room" } else { "stopped" };
+            (format!("{word} {at}"), progress(&reached, iterations))
+        }
+    }
+}
+
+/// Why the study (or a run of it) stopped, in a sentence with the names people typed.
+pub fn stop_sentence(live: &EfpsnLive, stop: &Stop) -> String {
+    match stop {
+        Stop::Left(who) => format!("{} left the room", live.name_of(*who)),
+        Stop::Declined { who, why } => decline_sentence(&live.name_of(*who), why),
+        Stop::ByDashboard(_) => "you stopped the study".into(),
+        Stop::Refused(why) => format!("an agent could not go on: {why}"),
+    }
+}
+
+/// Why `name` declined, with what to do about it.
+pub fn decline_sentence(name: &str, why: &Decline) -> String {
+    match why {
+        Decline::NoConsent => format!(
+            "{name} has not allowed non-private comparison runs (the switch on its page)"
+        ),
+        Decline::Budget { shortfall, .. } => {
+            crate::frame::budget::decline_sentence(name, "", Some(shortfall))
+        }
+        Decline::Refused(words) => format!("{name} could not take part: {words}"),
+    }
+}
+
+/// What the page says under the agents' table: why the study stopped (once), and how many sites
+/// declined the comparison runs (once, not in every cell).
+pub fn notes(live: &EfpsnLive) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let n = live.agents.len();
+    if let Some(stop) = &live.stopped {
+        let efpsn = live.runs.iter().find(|r| r.method == Method::Efpsn);
+        let text = match stop {
+            Stop::Declined { .. } => format!(
+                "The study stopped before any iterate of the EFPSN run was sent: {}.",
+                stop_sentence(live, stop)
+            ),
+            Stop::ByDashboard(_) => format!(
+                "You stopped the study{}.",
+                efpsn.and_then(stopped_at).map_or(String::new(), |t| format!(
+                    " after iteration {}",
+                    show(f64::from(t))
+                ))
+            ),
+            other => format!("The study stopped: {}.", stop_sentence(live, other)),
+        };
+        out.push(("efpsn-stopped", text));
+    }
+    // A departure: said once, with the iteration every row shows.
+    let left = live.runs.iter().find_map(|r| {
+        r.status.iter().find_map(|s| match s {
+            RunStatus::Stopped(Stop::Left(who)) => Some((*who, stopped_at(r))),
+            _ => None,
+        })
+    });
+    if let (Some((who, at)), None) = (left, &live.stopped) {
+        let at = at.map_or("in Phase 1, before any iterate".to_owned(), |t| {
+            format!("after iteration {} (the last every agent reported)", show(f64::from(t)))
+        });
+        out.push((
+            "efpsn-stopped",
+            format!(
+                "{} left the room: every run stopped {at}; the iterates so far are kept.",
+                live.name_of(who)
+            ),
+        ));
+    }
+    // Consent: how many sites declined a comparison run.
+    let declined: Vec<usize> = (0..n)
+        .filter(|&i| {
+            live.runs.iter().any(|r| r.status[i] == RunStatus::Declined(Decline::NoConsent))
+        })
+        .collect();
+    if !declined.is_empty() {
+        let runs: Vec<&str> = live
+            .runs
+            .iter()
+            .filter(|r| r.status.iter().any(|s| *s == RunStatus::Declined(Decline::NoConsent)))
+            .map(|r| method_short(r.method))
+            .collect();
+        let names: Vec<String> = declined.iter().map(|&i| live.name(i)).collect();
+        // "1 of 4 sites …": the noun counts the sites present, the verb those that declined.
+        let sites = if n == 1 { "site" } else { "sites" };
+        let them = if declined.len() == 1 { "its user has" } else { "their users have" };
+        out.push((
+            "efpsn-declined",
+            format!(
+                "{} of {n} {sites} declined the comparison run{} ({}): {them} not allowed \
+                 non-private comparison runs (the switch on each site's page), so {} did not run. \
+                 Declined: {}.",
+                declined.len(),
+                if runs.len() == 1 { "" } else { "s" },
+                runs.join(", "),
+                if runs.len() == 1 { "it" } else { "they" },
+                names.join(", ")
+            ),
+        ));
+    }
+    // Any other refusal, once per site.
+    for (i, why) in (0..n).filter_map(|i| {
+        live.runs.iter().find_map(|r| match &r.status[i] {
+            RunStatus::Declined(d @ Decline::Refused(_)) => Some((i, d)),
+            _ => None,
+        })
+    }) {
+        out.push(("efpsn-refused", format!("{}.", decline_sentence(&live.name(i), why))));
+    }
+    out
+}
+
+/// What agent `i` is doing over the runs, as the graph shows it.
+pub fn activity(live: &EfpsnLive, i: usize) -> Activity {
+    let me: ParticipantId = live.agents[i];
+    let statuses: Vec<&RunStatus> = live.runs.iter().map(|r| &r.status[i]).collect();
+    let left = statuses.iter().any(|s| matches!(s, RunStatus::Stopped(Stop::Left(p)) if *p == me));
+    let declined_all = statuses.iter().all(|s| matches!(s, RunStatus::Declined(_)));
+    let declined_efpsn = live.runs.iter().any(|r| {
+        r.method == Method::Efpsn && matches!(r.status[i], RunStatus::Declined(_))
+    });
+    if left || declined_all || declined_efpsn {
+        Activity::Gone
+    } else if statuses.iter().any(|s| matches!(s, RunStatus::Phase2 { .. })) {
+        Activity::Iterating
+    } else if statuses.iter().any(|s| matches!(s, RunStatus::Phase1 { .. })) {
+        Activity::Encrypting
+    } else if statuses.iter().any(|s| matches!(s, RunStatus::Stopped(_))) {
+        Activity::Halted
+    } else if statuses.iter().any(|s| **s == RunStatus::Done) {
+        Activity::Done
+    } else {
+        Activity::Waiting
     }
 }
 
@@ -144,153 +321,141 @@ pub fn cancellation(efpsn: &ObservedRun, exact: &ObservedRun) -> Option<Cancella
     })
 }
 
-/// What an agent is doing, as the graph shows it: the most advanced phase of its runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Activity {
-    Waiting,
-    /// Phase 1: keys and Paillier-encrypted noise go to the neighbours.
-    Encrypting,
-    /// Phase 2: an iterate goes to every neighbour each iteration.
-    Iterating,
-    Done,
-    /// A run stopped on this agent, or it declined: nothing flows to or from it any more.
-    Stopped,
-}
-
-/// Agent `i`'s [`Activity`] over `runs` (the runs go side by side, so any run in Phase 2 means
-/// iterates are flowing).
-pub fn activity(runs: &[ObservedRun], i: usize) -> Activity {
-    let statuses: Vec<&RunStatus> = runs.iter().filter_map(|r| r.status.get(i)).collect();
-    if statuses.iter().any(|s| matches!(s, RunStatus::Failed(_) | RunStatus::Declined(_))) {
-        Activity::Stopped
-    } else if statuses.iter().any(|s| matches!(s, RunStatus::Phase2 { .. })) {
-        Activity::Iterating
-    } else if statuses.iter().any(|s| matches!(s, RunStatus::Phase1 { .. })) {
-        Activity::Encrypting
-    } else if !statuses.is_empty() && statuses.iter().all(|s| matches!(s, RunStatus::Done)) {
-        Activity::Done
-    } else {
-        Activity::Waiting
-    }
-}
-
-/// A link's state: what its two ends are doing decides what crosses it.
-fn edge_state(a: Activity, b: Activity) -> &'static str {
-    use Activity::*;
-    match (a, b) {
-        (Stopped, _) | (_, Stopped) => "cut",
-        (Encrypting, Encrypting | Iterating) | (Iterating, Encrypting) => "ciphertexts",
-        (Iterating, Iterating) => "iterates",
-        _ => "idle",
-    }
-}
-
-/// The graph as SVG: agents on a circle, links as lines. While messages cross a link its dashes
-/// move (style.css: amber for Phase 1's ciphertexts, blue for Phase 2's iterates; still under
-/// `prefers-reduced-motion`); a link to an agent that stopped is grey and dashed, the agent
-/// hollow.
-pub fn graph_svg(graph: &Graph, names: &[String], activity: &[Activity]) -> String {
-    let n = graph.len();
-    let (cx, cy, r) = (160.0, 130.0, 95.0);
-    let at = |i: usize| {
-        let a = std::f64::consts::TAU * i as f64 / n.max(1) as f64 - std::f64::consts::FRAC_PI_2;
-        (cx + r * a.cos(), cy + r * a.sin())
-    };
-    let of = |i: usize| activity.get(i).copied().unwrap_or(Activity::Waiting);
-    let edges: Vec<(usize, usize, &str)> =
-        graph.edges().into_iter().map(|(i, j)| (i, j, edge_state(of(i), of(j)))).collect();
-    let count = |state: &str| edges.iter().filter(|e| e.2 == state).count();
-    let mut out = format!(
-        r#"<svg viewBox="0 0 320 260" width="320" height="260" role="img" aria-label="The agents' graph: {} links, {} carrying ciphertexts, {} carrying iterates, {} cut" xmlns="http://www.w3.org/2000/svg">"#,
-        edges.len(),
-        count("ciphertexts"),
-        count("iterates"),
-        count("cut")
-    );
-    for (i, j, state) in &edges {
-        let ((x1, y1), (x2, y2)) = (at(*i), at(*j));
-        out.push_str(&format!(
-            r##"<line class="edge edge-{state}" data-testid="efpsn-edge" data-ends="{i} {j}" data-state="{state}" x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="#888" stroke-width="2"/>"##
-        ));
-    }
-    for i in 0..n {
-        let (x, y) = at(i);
-        let fill = if of(i) == Activity::Stopped { "#fff" } else { PALETTE[0] };
-        let name =
-            names.get(i).map_or(String::new(), |s| crate::components::charts::svg::escape(s));
-        out.push_str(&format!(
-            r##"<circle cx="{x:.1}" cy="{y:.1}" r="14" fill="{fill}" stroke="{}" stroke-width="2"/><text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="12" fill="#fff">{i}</text><text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="11">{name}</text>"##,
-            PALETTE[0],
-            y + 4.0,
-            y + 30.0
-        ));
-    }
-    out.push_str("</svg>");
-    out
+/// An accuracy as people read it: "93.1%".
+pub fn percent(score: f64) -> String {
+    if score.is_finite() { format!("{:.1}%", 100.0 * score) } else { "—".into() }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use capelab_core::efpsn::graph::Topology;
+    use capelab_core::accountant::ledger::Shortfall;
+    use capelab_core::efpsn::metrics::TracePoint;
+
+    use crate::studies::efpsn::form::{EfpsnFields, Room};
+
+    fn live(methods: &[Method], status: Vec<Vec<RunStatus>>, reached: Vec<RunStatus>) -> EfpsnLive {
+        let fields = EfpsnFields::default();
+        let form = fields.read(vec![2, 3, 4, 5], &Room::default(), 1).unwrap();
+        let mut task = form.task(10, 64).unwrap();
+        task.runs.retain(|r| methods.contains(&r.method));
+        let runs = task
+            .runs
+            .iter()
+            .zip(status)
+            .map(|(plan, status)| ObservedRun {
+                id: plan.plan.study,
+                method: plan.method,
+                epsilon: None,
+                status,
+                reached: reached.clone(),
+                iterates: Vec::new(),
+                gradient_at_zero: Vec::new(),
+                trace: [0, 50, 100, 150]
+                    .map(|t| TracePoint { iteration: t, deviation: 1.0, score: 0.5, disagreement: 0.0 })
+                    .to_vec(),
+                x_bar: Vec::new(),
+            })
+            .collect();
+        let names = [(2, "Agent A"), (3, "Agent B"), (4, "Agent C"), (5, "Agent D")]
+            .map(|(id, n)| (id, n.to_owned()))
+            .into_iter()
+            .collect();
+        EfpsnLive {
+            number: 1,
+            finished: true,
+            stopped: None,
+            graph: form.graph.clone(),
+            agents: vec![2, 3, 4, 5],
+            names,
+            task,
+            runs,
+            x_star_score: 0.95,
+            residual: capelab_core::study::efpsn::Residual::Waiting,
+            probe: (Vec::new(), 0),
+            refusals: Vec::new(),
+        }
+    }
 
     #[test]
-    fn statuses_read_as_sentences_with_progress() {
-        let (text, p) = status_text(
-            &RunStatus::Phase1 { keys: 2, noise_sent: 1, noise_received: 0, neighbours: 2 },
-            200,
+    fn a_departure_reads_the_same_on_every_row_with_the_name_people_typed() {
+        let left = RunStatus::Stopped(Stop::Left(4));
+        let l = live(
+            &[Method::Efpsn],
+            vec![vec![left.clone(); 4]],
+            // the agents had reported different iterations; the rows agree on 150
+            vec![
+                RunStatus::Phase2 { iteration: 155 },
+                RunStatus::Phase2 { iteration: 150 },
+                RunStatus::Phase2 { iteration: 150 },
+                RunStatus::Phase2 { iteration: 155 },
+            ],
         );
-        assert!(text.contains("keys 2/2") && text.contains("sent 1/2"), "{text}");
-        assert!((p - 0.05).abs() < 1e-12);
-        let (text, p) = status_text(&RunStatus::Phase2 { iteration: 100 }, 200);
-        assert_eq!(text, "Phase 2: iteration 100 of 200");
-        assert!((p - 0.55).abs() < 1e-12);
+        let cells: Vec<(String, f64)> = (0..4).map(|i| cell(&l, &l.runs[0], i)).collect();
+        assert_eq!(cells[2].0, "left the room at iteration 150");
+        for i in [0, 1, 3] {
+            assert_eq!(cells[i].0, "stopped at iteration 150");
+        }
+        for (_, p) in &cells {
+            assert!((p - (0.1 + 0.9 * 150.0 / 200.0)).abs() < 1e-12, "the bar keeps its progress");
+        }
+        let notes = notes(&l);
+        assert_eq!(notes.len(), 1);
+        assert_eq!(
+            notes[0].1,
+            "Agent C left the room: every run stopped after iteration 150 (the last every agent reported); the iterates so far are kept."
+        );
+        assert!(!notes[0].1.contains("participant"));
+        // only Agent C's node is gone: only its links are cut
+        let acts: Vec<Activity> = (0..4).map(|i| activity(&l, i)).collect();
+        assert_eq!(acts, [Activity::Halted, Activity::Halted, Activity::Gone, Activity::Halted]);
     }
 
     #[test]
-    fn the_graph_draws_every_edge_and_agent() {
-        let g = Graph::build(Topology::Ring, 4, 0).unwrap();
-        let names = ["a".into(), "b".into(), "c".into(), "d".into()];
-        let svg = graph_svg(&g, &names, &[Activity::Waiting; 4]);
-        assert_eq!(svg.matches("<line").count(), 4);
-        assert_eq!(svg.matches("<circle").count(), 4);
-        assert_eq!(svg.matches(r#"data-state="idle""#).count(), 4);
+    fn declined_comparisons_are_counted_once_not_explained_in_every_cell() {
+        let no = RunStatus::Declined(Decline::NoConsent);
+        let stopped = RunStatus::Stopped(Stop::Declined { who: 2, why: Decline::NoConsent });
+        let l = live(
+            &Method::ALL,
+            vec![
+                vec![RunStatus::Done; 4],
+                vec![no.clone(), stopped.clone(), no.clone(), stopped.clone()],
+                vec![no.clone(), stopped.clone(), no, stopped],
+            ],
+            vec![RunStatus::Phase2 { iteration: 0 }; 4],
+        );
+        assert_eq!(cell(&l, &l.runs[1], 0).0, "declined");
+        let notes = notes(&l);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert_eq!(notes[0].0, "efpsn-declined");
+        assert!(notes[0].1.starts_with("2 of 4 sites declined the comparison runs (baseline, noise-free)"), "{}", notes[0].1);
+        assert!(notes[0].1.ends_with("Declined: Agent A, Agent C."), "{}", notes[0].1);
+        assert_eq!(activity(&l, 0), Activity::Done, "EFPSN ran on it");
+        // One site of four: "1 of 4 sites", and its user (not theirs).
+        let one = RunStatus::Stopped(Stop::Declined { who: 2, why: Decline::NoConsent });
+        let comparison = vec![RunStatus::Declined(Decline::NoConsent), one.clone(), one.clone(), one];
+        let l = live(
+            &Method::ALL,
+            vec![vec![RunStatus::Done; 4], comparison.clone(), comparison],
+            vec![RunStatus::Phase2 { iteration: 0 }; 4],
+        );
+        let notes = super::notes(&l);
+        assert!(notes[0].1.starts_with("1 of 4 sites declined the comparison runs (baseline, noise-free): its user has not allowed"), "{}", notes[0].1);
     }
 
     #[test]
-    fn links_show_what_crosses_them_and_a_departure_cuts_its_links() {
-        use Activity::*;
-        let g = Graph::build(Topology::Ring, 4, 0).unwrap();
-        let names = ["a".into(), "b".into(), "c".into(), "d".into()];
-        let svg = graph_svg(&g, &names, &[Iterating, Iterating, Encrypting, Stopped]);
-        // ring 0-1-2-3-0: 0–1 iterates, 1–2 ciphertexts, 2–3 and 3–0 cut
-        assert_eq!(svg.matches(r#"data-state="iterates""#).count(), 1);
-        assert_eq!(svg.matches(r#"data-state="ciphertexts""#).count(), 1);
-        assert_eq!(svg.matches(r#"data-state="cut""#).count(), 2);
-        assert!(svg.contains("1 carrying ciphertexts, 1 carrying iterates, 2 cut"), "{svg}");
-        // four white index labels, and agent 3's hollow circle
-        assert_eq!(svg.matches(r##"fill="#fff""##).count(), 4 + 1);
-    }
-
-    #[test]
-    fn an_agent_is_as_far_as_its_most_advanced_run() {
-        let run = |status: Vec<RunStatus>| ObservedRun {
-            id: capelab_core::study::StudyId([0; 16]),
-            method: Method::Efpsn,
-            epsilon: None,
-            status,
-            iterates: Vec::new(),
-            gradient_at_zero: Vec::new(),
-            trace: Vec::new(),
-            x_bar: Vec::new(),
+    fn a_budget_refusal_names_the_site_and_what_to_raise_its_budget_to() {
+        let why = Decline::Budget {
+            shortfall: Shortfall { budget: 10.0, needed: Some(12.3456), delta: 1e-5 },
+            run_epsilon: 2.5,
         };
-        let p1 = RunStatus::Phase1 { keys: 0, noise_sent: 0, noise_received: 0, neighbours: 2 };
-        let p2 = RunStatus::Phase2 { iteration: 3 };
-        let runs = [run(vec![p1.clone(), RunStatus::Done]), run(vec![p2, RunStatus::Done])];
-        assert_eq!(activity(&runs, 0), Activity::Iterating);
-        assert_eq!(activity(&runs, 1), Activity::Done);
-        let stopped = [run(vec![p1, RunStatus::Failed("left".into())])];
-        assert_eq!(activity(&stopped, 1), Activity::Stopped);
-        assert_eq!(activity(&stopped, 0), Activity::Encrypting);
+        assert_eq!(
+            decline_sentence("Lab B", &why),
+            "Lab B declined before releasing anything: its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on Lab B's page"
+        );
+        let mut l = live(&[Method::Efpsn], vec![vec![RunStatus::Declined(why.clone()); 4]], vec![RunStatus::Done; 4]);
+        l.stopped = Some(Stop::Declined { who: 3, why });
+        let notes = notes(&l);
+        assert_eq!(notes[0].1, "The study stopped before any iterate of the EFPSN run was sent: Agent B declined before releasing anything: its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on Agent B's page.");
     }
 }

@@ -5,11 +5,14 @@ freeze the page). Fed by the tab's messages, it answers with envelopes, the ledg
 (ε, δ) was recorded, and the panel's view. Plain Rust, tested natively.
 */
 
+use std::collections::BTreeMap;
+
 use capelab_core::accountant::Ledger;
 use capelab_core::driver::{Machine, Outgoing};
 use capelab_core::efpsn::EfpsnError;
+use capelab_core::efpsn::sim::Method;
 use capelab_core::rng::os_rng;
-use capelab_core::study::efpsn::{AgentData, EfpsnStudySite, RunStatus};
+use capelab_core::study::efpsn::{AgentData, Decline, EfpsnStudySite, RunStatus};
 use capelab_core::study::iterative::SiteSettings;
 use capelab_core::wire::ParticipantId;
 use serde::{Deserialize, Serialize};
@@ -19,14 +22,22 @@ use crate::worker::protocol::{FromWorker, LedgerWatch};
 /// One run on this agent, for the site's panel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AgentRunView {
-    pub method: String,
+    pub method: Method,
     pub status: RunStatus,
+    /// The Phase-2 iteration this agent reached, also once the run stopped.
+    pub iteration: Option<u32>,
     pub iterations: u32,
 }
 
 /// What the site's EFPSN panel shows.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EfpsnSiteView {
+    /// This tab's participant id, and every agent's, in graph order.
+    pub me: ParticipantId,
+    pub agents: Vec<ParticipantId>,
+    /// The site names of the room (the page fills them in from its roster).
+    #[serde(default)]
+    pub names: BTreeMap<ParticipantId, String>,
     /// This tab's place on the graph and its neighbours' places.
     pub agent: Option<usize>,
     pub neighbours: Vec<usize>,
@@ -34,12 +45,21 @@ pub struct EfpsnSiteView {
     pub rows: usize,
     /// Whether the agent optimises on its own table rather than its part of the shared one.
     pub own_data: bool,
-    /// The EFPSN run's (ε, δ) by Theorem IV.1, as recorded in the ledger.
+    /// The EFPSN run's (ε, δ) by Theorem IV.1, once recorded in the ledger (never when the
+    /// site declined).
     pub epsilon: Option<(f64, f64)>,
     pub key_bits: u32,
     pub runs: Vec<AgentRunView>,
-    pub declined: Option<String>,
+    /// Why this site refused the whole study (then nothing was recorded or sent).
+    pub declined: Option<Decline>,
     pub refusals: Vec<String>,
+}
+
+impl EfpsnSiteView {
+    /// A participant's site name, as its user typed it.
+    pub fn name_of(&self, id: ParticipantId) -> String {
+        self.names.get(&id).cloned().unwrap_or_else(|| format!("Site {id}"))
+    }
 }
 
 #[derive(Default)]
@@ -48,6 +68,7 @@ pub struct EfpsnEngine {
     own_data: bool,
     ledger: LedgerWatch,
     refusals: Vec<String>,
+    me: ParticipantId,
 }
 
 impl EfpsnEngine {
@@ -72,6 +93,7 @@ impl EfpsnEngine {
         };
         self.ledger.reset(&ledger);
         self.refusals.clear();
+        self.me = me;
         self.own_data = matches!(data, AgentData::Own(_));
         let settings = SiteSettings { allow_nonprivate };
         let mut role = EfpsnStudySite::new(me, dashboard, data, ledger, settings, os_rng());
@@ -96,7 +118,7 @@ impl EfpsnEngine {
         let mut replies = Vec::new();
         match result {
             Ok(out) => replies.extend(FromWorker::sends(out)),
-            Err(e) => self.refusals.push(e.to_string()),
+            Err(e) => self.refusals.push(e.words()),
         }
         if let Some(saved) = self.role.as_mut().and_then(|r| self.ledger.changed(r.ledger())) {
             // The ledger goes first: the tab saves it before the envelopes leave.
@@ -108,6 +130,9 @@ impl EfpsnEngine {
 
     pub fn view(&self) -> EfpsnSiteView {
         let mut view = EfpsnSiteView {
+            me: self.me,
+            agents: Vec::new(),
+            names: BTreeMap::new(),
             agent: None,
             neighbours: Vec::new(),
             rows: 0,
@@ -119,11 +144,15 @@ impl EfpsnEngine {
             refusals: self.refusals.iter().rev().take(5).cloned().collect(),
         };
         let Some(role) = &self.role else { return view };
-        view.declined = role.declined().map(str::to_owned);
+        view.declined = role.declined().cloned();
         if let Some(task) = role.task() {
             view.key_bits = task.key_bits;
+            view.agents = task.agents().to_vec();
+            // Recorded exactly when the EFPSN run got an agent: the ledger admitted it first.
+            let charged = role.runs().iter().any(|r| r.method == Method::Efpsn && r.agent().is_some());
             view.epsilon = task
-                .run_of(capelab_core::efpsn::sim::Method::Efpsn)
+                .run_of(Method::Efpsn)
+                .filter(|_| charged)
                 .and_then(|run| task.epsilon_of(run).ok())
                 .map(|e| (e.epsilon, e.delta));
         }
@@ -134,8 +163,9 @@ impl EfpsnEngine {
                 view.rows = agent.rows();
             }
             view.runs.push(AgentRunView {
-                method: run.method.name().to_owned(),
+                method: run.method,
                 status: run.status(),
+                iteration: run.iteration(),
                 iterations: role.task().map_or(0, |t| t.runs[0].plan.phase2.iterations),
             });
         }
@@ -153,14 +183,13 @@ mod tests {
     use capelab_core::accountant::{Budget, Ledger};
     use capelab_core::driver::Machine;
     use capelab_core::efpsn::problem::labelled_csv;
-    use capelab_core::efpsn::sim::Method;
     use capelab_core::rng::derive;
     use capelab_core::study::StudyId;
     use capelab_core::study::efpsn::{EfpsnObserver, RunStatus, kind};
     use capelab_core::wire::{ParticipantId, To};
 
     use super::*;
-    use crate::studies::efpsn::run::EfpsnFields;
+    use crate::studies::efpsn::form::{EfpsnFields, Room};
     use crate::worker::protocol::ToWorker;
     use crate::worker::state::WorkerState;
 
@@ -185,12 +214,13 @@ mod tests {
         let csv = csv();
         let (data, classes) = labelled_csv(&csv).unwrap();
         let fields = EfpsnFields {
-            iterations: 60,
+            iterations: "60".into(),
             key_bits: 1024,
-            methods: vec![Method::Efpsn, Method::NoiseFree],
+            baseline: false,
             ..EfpsnFields::default()
         };
-        let task = fields.task(&SITES, classes, data.features()).unwrap();
+        let form = fields.read(SITES.to_vec(), &Room::default(), 3).unwrap();
+        let task = form.task(classes, data.features()).unwrap();
         let problem = task.split.problem(&data, SITES.len()).unwrap();
         let (mut observer, out) =
             EfpsnObserver::start(DASHBOARD, StudyId([9; 16]), task, problem, derive(1, "obs"))

@@ -15,7 +15,9 @@ dashboard (EfpsnObserver)                      agent i (EfpsnStudySite)
 ```
 
 - [`task`]: the public task (`EfpsnTask`: the runs' plans, the data split, the key size).
-- [`messages`]: `efpsn/start`, `efpsn/report`, `efpsn/stop`.
+- [`messages`]: `efpsn/start`, `efpsn/report`, `efpsn/stop`; why an agent declined a run
+  ([`Decline`]: no consent, its budget with the [`Shortfall`](crate::accountant::ledger::Shortfall),
+  its data) or stopped early ([`Stop`]: who left, who declined, the dashboard).
 - [`site`]: an agent tab's role; the comparison runs need the user's consent.
 - [`observer`]: the dashboard's role; the metrics of each run as reports arrive.
 - [`residual`]: the zero-sum check: one SecureAgg over the agents' integer masks, so the
@@ -32,7 +34,7 @@ pub mod sim;
 pub mod site;
 pub mod task;
 
-pub use messages::{Report, RunStatus, StudyBody, StudyMessage, kind};
+pub use messages::{Decline, Report, RunStatus, Stop, StudyBody, StudyMessage, kind};
 pub use observer::{EfpsnObserver, ObservedRun};
 pub use residual::Residual;
 pub use site::{AgentData, EfpsnStudySite};

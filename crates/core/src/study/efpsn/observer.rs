@@ -3,7 +3,7 @@
 //! the eavesdropper of the threat model does not see); the observer measures x̄ against x* and
 //! the test rows with [`trace_metrics`], per run, as the reports arrive.
 
-use super::messages::{Report, RunStatus, StudyBody, StudyMessage};
+use super::messages::{Report, RunStatus, Stop, StudyBody, StudyMessage};
 use super::residual::{self, Residual};
 use super::task::EfpsnTask;
 use crate::driver::{Machine, Outgoing};
@@ -27,6 +27,9 @@ pub struct ObservedRun {
     pub epsilon: Option<TheoremEpsilon>,
     /// Per agent (graph index), its last reported status.
     pub status: Vec<RunStatus>,
+    /// Per agent, the last Phase-1 or Phase-2 status it reported or the iterates show: where it
+    /// had got to when the run ended there.
+    pub reached: Vec<RunStatus>,
     /// Per agent, the iterates reported so far.
     pub iterates: Vec<Vec<(u32, Vec<f64>)>>,
     /// Per agent, ∇f̂_i(0) once reported.
@@ -60,7 +63,9 @@ pub struct EfpsnObserver {
     task: EfpsnTask,
     problem: Problem,
     runs: Vec<ObservedRun>,
-    stopped: Option<String>,
+    stopped: Option<Stop>,
+    /// The runs the dashboard already told every agent to stop.
+    runs_stopped: Vec<StudyId>,
     residual: Residual,
     secagg: Option<Box<secagg::Aggregator>>,
     rng: CapeRng,
@@ -104,7 +109,8 @@ impl EfpsnObserver {
                         Method::Efpsn => Some(task.epsilon_of(run)?),
                         _ => None,
                     },
-                    status: vec![start; n],
+                    status: vec![start.clone(); n],
+                    reached: vec![start; n],
                     iterates: vec![Vec::new(); n],
                     gradient_at_zero: vec![None; n],
                     trace: Vec::new(),
@@ -126,6 +132,7 @@ impl EfpsnObserver {
             problem,
             runs,
             stopped: None,
+            runs_stopped: Vec::new(),
             residual: Residual::Waiting,
             secagg: None,
             rng,
@@ -149,8 +156,9 @@ impl EfpsnObserver {
         &self.runs
     }
 
-    pub fn stopped(&self) -> Option<&str> {
-        self.stopped.as_deref()
+    /// Why the whole study ended early (the teacher, or an agent that declined the EFPSN run).
+    pub fn stopped(&self) -> Option<&Stop> {
+        self.stopped.as_ref()
     }
 
     /// The zero-sum check over the EFPSN run's masks.
@@ -209,12 +217,13 @@ impl EfpsnObserver {
 
     /// Ends the study for every agent (the teacher's stop).
     pub fn stop(&mut self, reason: &str) -> Vec<Outgoing> {
-        self.stopped = Some(reason.to_owned());
-        self.stop_message(None, reason)
+        let why = Stop::ByDashboard(reason.to_owned());
+        self.stopped = Some(why.clone());
+        self.stop_message(None, why)
     }
 
-    fn stop_message(&self, run: Option<StudyId>, reason: &str) -> Vec<Outgoing> {
-        let body = StudyBody::Stop { run, reason: reason.into() };
+    fn stop_message(&self, run: Option<StudyId>, why: Stop) -> Vec<Outgoing> {
+        let body = StudyBody::Stop { run, why };
         let msg = StudyMessage { study: self.study, body };
         let payload = msg.encode();
         self.task
@@ -225,18 +234,26 @@ impl EfpsnObserver {
     }
 
     /// Takes `report`; when it declines a run, the others on that run are told to stop it (they
-    /// would wait for this agent forever).
+    /// would wait for this agent forever). A declined EFPSN run ends the whole study: the
+    /// comparison runs have nothing left to compare.
     fn on_report(&mut self, agent: usize, report: Report) -> Result<Vec<Outgoing>, EfpsnError> {
         let declined = match &report.status {
             RunStatus::Declined(why) => Some((report.run, why.clone())),
             _ => None,
         };
         self.take_report(agent, report)?;
-        Ok(match declined {
-            Some((run, why)) => {
-                self.stop_message(Some(run), &format!("agent {agent} declined this run: {why}"))
-            }
-            None => Vec::new(),
+        let Some((run, why)) = declined else { return Ok(Vec::new()) };
+        if self.stopped.is_some() || self.runs_stopped.contains(&run) {
+            return Ok(Vec::new());
+        }
+        let why = Stop::Declined { who: self.task.agents()[agent], why };
+        let efpsn = self.task.run_by_id(run).is_some_and(|r| r.method == Method::Efpsn);
+        Ok(if efpsn {
+            self.stopped = Some(why.clone());
+            self.stop_message(None, why)
+        } else {
+            self.runs_stopped.push(run);
+            self.stop_message(Some(run), why)
         })
     }
 
@@ -269,6 +286,14 @@ impl EfpsnObserver {
                 "agent {agent} reports a gradient of {} values (expected {d} finite ones)",
                 g.len()
             )));
+        }
+        if report.status.is_running() {
+            run.reached[agent] = report.status.clone();
+        }
+        if let Some((t, _)) = report.iterates.last()
+            && !matches!(run.reached[agent], RunStatus::Phase2 { iteration } if iteration >= *t)
+        {
+            run.reached[agent] = RunStatus::Phase2 { iteration: *t };
         }
         run.status[agent] = report.status;
         if report.gradient_at_zero.is_some() {
@@ -335,12 +360,7 @@ impl Machine for EfpsnObserver {
         for run in &mut self.runs {
             let status = &mut run.status[agent];
             if !status.is_over() {
-                let when = match status {
-                    RunStatus::Phase1 { .. } => "in Phase 1".to_string(),
-                    RunStatus::Phase2 { iteration } => format!("at iteration {iteration}"),
-                    _ => String::new(),
-                };
-                *status = RunStatus::Failed(format!("this agent left the room {when}"));
+                *status = RunStatus::Stopped(Stop::Left(who));
             }
         }
         let mut out = out;

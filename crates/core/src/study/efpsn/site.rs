@@ -10,7 +10,7 @@
 
 use capelab_paillier::Keypair;
 
-use super::messages::{Report, RunStatus, StudyBody, StudyMessage};
+use super::messages::{Decline, Report, RunStatus, Stop, StudyBody, StudyMessage};
 use super::residual;
 use super::task::{EfpsnTask, RunPlan};
 use crate::data::Dataset;
@@ -48,7 +48,7 @@ impl SiteRun {
             return f.clone();
         }
         match self.agent.as_ref().map(EfpsnAgent::status) {
-            None => RunStatus::Failed("not started".into()),
+            None => RunStatus::Stopped(Stop::Refused("not started".into())),
             Some(AgentStatus::Phase1(p)) => RunStatus::Phase1 {
                 keys: p.keys_received,
                 noise_sent: p.noise_sent,
@@ -57,8 +57,14 @@ impl SiteRun {
             },
             Some(AgentStatus::Phase2 { iteration }) => RunStatus::Phase2 { iteration },
             Some(AgentStatus::Done) => RunStatus::Done,
-            Some(AgentStatus::Failed(e)) => RunStatus::Failed(e.to_string()),
+            Some(AgentStatus::Failed(e)) => RunStatus::Stopped(Stop::Refused(e.words())),
         }
+    }
+
+    /// The Phase-2 iteration this agent reached in this run, also once it stopped (`None`: it
+    /// never left Phase 1).
+    pub fn iteration(&self) -> Option<u32> {
+        self.agent.as_ref().and_then(EfpsnAgent::iteration)
     }
 
     /// Whether `status` is news compared with the last report (a Phase-2 step alone is not:
@@ -96,7 +102,7 @@ pub struct EfpsnStudySite<L> {
     task: Option<EfpsnTask>,
     runs: Vec<SiteRun>,
     /// Why the whole study was refused on this tab, if it was.
-    declined: Option<String>,
+    declined: Option<Decline>,
     /// This agent's part in the dashboard's zero-sum check (SecureAgg over the masks).
     check: Option<Box<secagg::Site>>,
 }
@@ -139,8 +145,10 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
         &self.runs
     }
 
-    pub fn declined(&self) -> Option<&str> {
-        self.declined.as_deref()
+    /// Why this tab refused the whole study (its data, the task, or its budget for the EFPSN
+    /// run), if it did: then nothing was recorded or sent but the refusal.
+    pub fn declined(&self) -> Option<&Decline> {
+        self.declined.as_ref()
     }
 
     pub fn ledger(&mut self) -> &mut L {
@@ -175,18 +183,25 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
                 AgentData::Own(d) => task
                     .split
                     .own_cost(d)
-                    .map_err(|e| EfpsnError::Data(format!("this agent's own table: {e}")))?,
+                    .map_err(|e| EfpsnError::Data(format!("this agent's own table: {}", e.words())))?,
                 AgentData::Unusable(why) => return Err(EfpsnError::Data(why.clone())),
             };
             Ok((cost, task.key_size()?))
         });
+        // The EFPSN run's (ε, δ) goes into the ledger first: a site whose budget cannot cover it
+        // refuses the whole study here, before any key is made or anything is sent.
+        let prepared = prepared.map_err(|e| Decline::Refused(e.words())).and_then(|p| {
+            match task.run_of(Method::Efpsn) {
+                Some(run) => self.record(now_ms, &task, run).map(|()| p),
+                None => Ok(p),
+            }
+        });
         let (cost, key_size) = match prepared {
             Ok(p) => p,
-            Err(e) => {
-                let reason = format!("refused the study: {e}");
-                self.declined = Some(reason.clone());
+            Err(why) => {
+                self.declined = Some(why.clone());
                 self.runs =
-                    ids.into_iter().map(|(id, method)| declined(id, method, &reason)).collect();
+                    ids.into_iter().map(|(id, method)| declined(id, method, why.clone())).collect();
                 self.task = Some(task);
                 return Ok(self.reports());
             }
@@ -194,7 +209,7 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
         let mut out = Vec::new();
         let runs = task.runs.clone();
         for run in &runs {
-            let started = self.admit(now_ms, &task, run).and_then(|source| {
+            let started = self.admit(run).and_then(|source| {
                 let source = match source {
                     Admitted::Exchange => {
                         MaskSource::Exchange(Box::new(Keypair::generate(key_size, &mut self.rng)))
@@ -210,7 +225,7 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
                     task.record_every,
                     fork(&mut self.rng),
                 )
-                .map_err(|e| e.to_string())
+                .map_err(|e| Decline::Refused(e.words()))
             });
             match started {
                 Ok((agent, first)) => {
@@ -225,7 +240,7 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
                         gradient_sent: false,
                     });
                 }
-                Err(reason) => self.runs.push(declined(run.plan.study, run.method, &reason)),
+                Err(why) => self.runs.push(declined(run.plan.study, run.method, why)),
             }
         }
         self.task = Some(task);
@@ -233,25 +248,25 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
         Ok(out)
     }
 
-    /// Whether this site takes part in `run`, and with which mask; an EFPSN run's (ε, δ) is
-    /// recorded in the ledger here, before anything of it is sent.
-    fn admit(&mut self, now_ms: u64, task: &EfpsnTask, run: &RunPlan) -> Result<Admitted, String> {
+    /// Records the EFPSN run's (ε, δ) in the ledger, before anything of it is sent; or says
+    /// why not (for the budget: by how much it falls short).
+    fn record(&mut self, now_ms: u64, task: &EfpsnTask, run: &RunPlan) -> Result<(), Decline> {
+        let eps = task.epsilon_of(run).map_err(|e| Decline::Refused(e.words()))?;
+        let study = EfpsnTask::ledger_study_name(run);
+        self.ledger.with_ledger(|ledger| {
+            let time_ms = release_time(ledger, now_ms);
+            super::ledger::record_run(ledger, study, &eps, time_ms)
+        })
+    }
+
+    /// Whether this site takes part in `run` (the EFPSN run's guarantee is already recorded),
+    /// and with which mask. The comparison runs are ones no privacy guarantee covers: they need
+    /// the user's consent.
+    fn admit(&self, run: &RunPlan) -> Result<Admitted, Decline> {
         match run.method {
-            Method::Efpsn => {
-                let eps = task.epsilon_of(run).map_err(|e| e.to_string())?;
-                let study = EfpsnTask::ledger_study_name(run);
-                self.ledger.with_ledger(|ledger| {
-                    let time_ms = release_time(ledger, now_ms);
-                    super::ledger::record_run(ledger, study, &eps, time_ms)
-                })?;
-                Ok(Admitted::Exchange)
-            }
+            Method::Efpsn => Ok(Admitted::Exchange),
             Method::Baseline | Method::NoiseFree if !self.settings.allow_nonprivate => {
-                Err(format!(
-                    "declined the {} run: it is a comparison no privacy guarantee covers, and this \
-                 site's user has not allowed non-private comparison runs",
-                    run.method.name()
-                ))
+                Err(Decline::NoConsent)
             }
             Method::Baseline => Ok(Admitted::Independent),
             Method::NoiseFree => Ok(Admitted::NoiseFree),
@@ -276,9 +291,10 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
             Ok(out) => out,
             Err(e) => {
                 // A run cannot skip a message: it stops here, and the dashboard is told why.
-                run.failure = Some(RunStatus::Failed(format!(
-                    "refused a message from participant {from}: {e}"
-                )));
+                run.failure = Some(RunStatus::Stopped(Stop::Refused(format!(
+                    "a message from another agent could not be used: {}",
+                    e.words()
+                ))));
                 Vec::new()
             }
         };
@@ -360,10 +376,10 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
     }
 
     /// Ends `which` run (all when `None`) here, keeping what it reached.
-    fn stop_runs(&mut self, which: Option<StudyId>, reason: &str) {
+    fn stop_runs(&mut self, which: Option<StudyId>, why: &Stop) {
         for run in &mut self.runs {
             if which.is_none_or(|id| id == run.id) && !run.status().is_over() {
-                run.failure = Some(RunStatus::Failed(reason.to_owned()));
+                run.failure = Some(RunStatus::Stopped(why.clone()));
             }
         }
     }
@@ -375,12 +391,12 @@ enum Admitted {
     NoiseFree,
 }
 
-fn declined(id: StudyId, method: Method, reason: &str) -> SiteRun {
+fn declined(id: StudyId, method: Method, why: Decline) -> SiteRun {
     SiteRun {
         id,
         method,
         agent: None,
-        failure: Some(RunStatus::Declined(reason.to_owned())),
+        failure: Some(RunStatus::Declined(why)),
         last: None,
         reported: 0,
         gradient_sent: false,
@@ -408,12 +424,8 @@ impl<L: LedgerAccess> Machine for EfpsnStudySite<L> {
         let msg = StudyMessage::decode(payload)?;
         match msg.body {
             StudyBody::Start(task) => self.on_start(now_ms, msg.study, *task),
-            StudyBody::Stop { run: None, reason } if Some(msg.study) == self.study => {
-                self.stop_runs(None, &format!("the dashboard stopped the study: {reason}"));
-                Ok(self.reports())
-            }
-            StudyBody::Stop { run: Some(run), reason } if Some(msg.study) == self.study => {
-                self.stop_runs(Some(run), &reason);
+            StudyBody::Stop { run, why } if Some(msg.study) == self.study => {
+                self.stop_runs(run, &why);
                 Ok(self.reports())
             }
             StudyBody::Stop { .. } => Ok(Vec::new()),
@@ -436,16 +448,14 @@ impl<L: LedgerAccess> Machine for EfpsnStudySite<L> {
                 continue;
             }
             let Some(agent) = run.agent.as_mut() else { continue };
-            if let Err(e) = agent.handle_departure(now_ms, who) {
-                run.failure = Some(RunStatus::Failed(e.to_string()));
-            } else if let Some(j) = agent.plan().agent_of(who)
-                && !run.status().is_over()
-            {
-                // Not a neighbour, but its neighbours stop: the run cannot finish anywhere.
-                run.failure = Some(RunStatus::Failed(format!(
-                    "agent {j} (participant {who}) left, so its neighbours stopped and this run \
-                     cannot finish; the iterates so far are kept"
-                )));
+            let on_graph = agent.plan().agent_of(who).is_some();
+            let running = !matches!(agent.status(), AgentStatus::Done | AgentStatus::Failed(_));
+            // A neighbour's departure ends the agent; any other agent's ends the run too (its
+            // neighbours stop, so no agent can finish). Either way the dashboard hears who left,
+            // and the iterates so far are kept.
+            let _ = agent.handle_departure(now_ms, who);
+            if on_graph && running {
+                run.failure = Some(RunStatus::Stopped(Stop::Left(who)));
             }
         }
         Ok(self.reports())
