@@ -31,6 +31,22 @@ async function traffic(room) {
   return { wire, ledgers };
 }
 
+/**
+ * The traffic once it has settled: a run's last ledger entries reach a site's page after the
+ * dashboard has seen the run end (a worker posts its ledger back), so a refusal's "nothing changed"
+ * is measured from here.
+ */
+async function settled(room) {
+  let last = await traffic(room);
+  for (const deadline = Date.now() + STEP_TIMEOUT_MS; Date.now() < deadline;) {
+    await room.dashboard.page.waitForTimeout(500);
+    const now = await traffic(room);
+    if (JSON.stringify(now) === JSON.stringify(last)) return now;
+    last = now;
+  }
+  assert.fail(`the sites' ledgers and the wire did not settle: ${JSON.stringify(last)}`);
+}
+
 /** The typed fields of the picked study's form, in order: their ids and default values. */
 async function fields(page) {
   return page.$$eval(
@@ -124,9 +140,11 @@ describe('the form fuzzer: every field of every study form', { concurrency: fals
           } else if (raw === null) {
             // The default with spaces: the same run the lesson runs to the end; stop it here.
             await stop(page);
+            await settled(room);
           } else {
             accepted.push(`#${id} = ${typed}`);
             await finish(page, RUN_TIMEOUT_MS);
+            await settled(room);
           }
           await page.fill(`#${id}`, initial);
           // Typing clears the message about this field.

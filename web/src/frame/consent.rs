@@ -42,7 +42,6 @@ pub struct Consent {
 impl Consent {
     /// Every site present allows comparison runs (and some are present): what a form needs to
     /// tick a comparison run by default.
-    #[allow(dead_code)] // until the EFPSN form (h/efpsn), its first user, lands
     pub fn all(self) -> bool {
         self.present > 0 && self.allowing == self.present
     }

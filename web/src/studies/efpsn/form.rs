@@ -361,7 +361,7 @@ mod tests {
     /// form whose task every agent accepts, or a refusal about that field.
     #[test]
     fn typed_nonsense_in_any_field_is_a_named_refusal_never_a_panic() {
-        let fields: [(&str, fn(&mut EfpsnFields) -> &mut String); 3] = [
+        let fields: [crate::frame::form::FuzzField<EfpsnFields>; 3] = [
             (GAMMA.id, |f| &mut f.gamma),
             (ITERATIONS.id, |f| &mut f.iterations),
             (STEP.id, |f| &mut f.step),
