@@ -33,7 +33,7 @@ const RUN_TIMEOUT_MS = 180_000;
 const MIN_PRESENTER_TEXT_PX = 18;
 
 /** Each study, with the field values that keep it short (the rest at their defaults). */
-const STUDIES = [
+const ALL_STUDIES = [
   { key: 'mean', set: { '#mean-step': false } },
   { key: 'regression', set: {} },
   { key: 'nn', set: { '#nn-iterations': '20' } },
@@ -41,6 +41,9 @@ const STUDIES = [
   { key: 'efpsn', set: { '#efpsn-iterations': '60', '#efpsn-key': '1024' } },
   { key: 'vvi', set: { '#vvi-steps': '8' } },
 ];
+/** `CAPELAB_SCREEN_STUDIES=vvi,nn` looks at only those studies (all six when unset). */
+const ONLY = process.env.CAPELAB_SCREEN_STUDIES?.split(',').map((s) => s.trim()).filter(Boolean);
+const STUDIES = ONLY ? ALL_STUDIES.filter(({ key }) => ONLY.includes(key)) : ALL_STUDIES;
 
 async function setFields(page, values) {
   for (const [selector, value] of Object.entries(values)) {
