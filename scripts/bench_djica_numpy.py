@@ -48,22 +48,12 @@ def symmetric_from_upper(upper, d):
     return m + np.triu(m, 1).T
 
 
-def cell(args, subjects, rng):
-    s, r, d, nm = args.sites, args.components, args.grid ** 2, args.timepoints
-    per_site = [subjects // s + (1 if k < subjects % s else 0) for k in range(s)]
-    a = rng.standard_normal((d, r))
-    sites = []
-    for m_s in per_site:
-        src = rng.laplace(size=(r, m_s * nm))
-        x = a @ src
-        x -= x.mean(axis=1, keepdims=True)
-        x /= np.sqrt((x * x).sum(axis=0)).mean() * 2.0
-        norms = np.sqrt((x * x).sum(axis=0))
-        x /= np.maximum(1.0, norms)
-        sites.append(x)
-
-    # capePCA (subject level, ε_p = 1, δ_p = 1e-5), CAPE noise.
+def cape_pca(rng, sites, per_site, r):
+    """capePCA (subject level, ε_p = 1, δ_p = 1e-5) with CAPE noise on the sites' D × N_s arrays
+    (M_s subjects each): the projected sites and the seconds it took. scripts/bench_python.py
+    times the same step on the package's data."""
     t0 = time.perf_counter()
+    s, d = len(sites), sites[0].shape[0]
     z_p = c_delta(1e-5) / 1.0
     taus = [z_p / m_s for m_s in per_site]
     iu_len = d * (d + 1) // 2
@@ -80,7 +70,24 @@ def cell(args, subjects, rng):
     lam = np.maximum(lam, 1e-3 * lam[0])
     k_proj = 2.0 * (v / np.sqrt(lam)).T
     projected = [k_proj @ x for x in sites]
-    pca_s = time.perf_counter() - t0
+    return projected, time.perf_counter() - t0
+
+
+def cell(args, subjects, rng):
+    s, r, d, nm = args.sites, args.components, args.grid ** 2, args.timepoints
+    per_site = [subjects // s + (1 if k < subjects % s else 0) for k in range(s)]
+    a = rng.standard_normal((d, r))
+    sites = []
+    for m_s in per_site:
+        src = rng.laplace(size=(r, m_s * nm))
+        x = a @ src
+        x -= x.mean(axis=1, keepdims=True)
+        x /= np.sqrt((x * x).sum(axis=0)).mean() * 2.0
+        norms = np.sqrt((x * x).sum(axis=0))
+        x /= np.maximum(1.0, norms)
+        sites.append(x)
+
+    projected, pca_s = cape_pca(rng, sites, per_site, r)
 
     # capeDJICA (subject level, ε_i = 0.5, δ_i = 1e-2), CAPE noise, constant ρ.
     b_g, b_h, rho = 30.0, np.sqrt(30.0), 0.5

@@ -12,22 +12,25 @@ import time
 from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 
-REPETITIONS = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+
+def time_case(interval, repetitions):
+    """The whole query at one grid step, `repetitions` times: its ε and the median time.
+    scripts/bench_python.py times dp-accounting with this too."""
+    times, eps = [], None
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=interval)
+        acc.compose(dp_event.PoissonSampledDpEvent(100 / 30162, dp_event.GaussianDpEvent(2.042)),
+                    20000)
+        eps = acc.get_epsilon(1e-5)
+        times.append((time.perf_counter() - start) * 1e3)
+    return {"interval": interval, "epsilon": eps,
+            "median_ms": statistics.median(times), "repetitions": repetitions}
 
 
 def main():
-    cases = []
-    for interval in (1e-4, 1e-3):
-        times, eps = [], None
-        for _ in range(REPETITIONS):
-            start = time.perf_counter()
-            acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=interval)
-            acc.compose(dp_event.PoissonSampledDpEvent(100 / 30162, dp_event.GaussianDpEvent(2.042)),
-                        20000)
-            eps = acc.get_epsilon(1e-5)
-            times.append((time.perf_counter() - start) * 1e3)
-        cases.append({"interval": interval, "epsilon": eps,
-                      "median_ms": statistics.median(times), "repetitions": REPETITIONS})
+    repetitions = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    cases = [time_case(interval, repetitions) for interval in (1e-4, 1e-3)]
     print(json.dumps({"bench": "pld", "runner": "dp-accounting", "cases": cases}))
 
 

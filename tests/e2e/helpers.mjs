@@ -8,7 +8,7 @@
 // Waits are for selectors and page conditions, never for fixed times.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
@@ -73,7 +73,7 @@ export function startRelayWith(extraArgs, { port = 0 } = {}) {
       reject(new Error(`relay exited with ${code} before listening; stderr:\n${stderr.join('')}`));
     });
     createInterface({ input: child.stdout }).on('line', (line) => {
-      const match = /^LISTENING (http:\/\/\S+?)\/?$/.exec(line.trim());
+      const match = /^LISTENING (https?:\/\/\S+?)\/?$/.exec(line.trim());
       if (match) {
         clearTimeout(timer);
         resolve(match[1]);
@@ -208,9 +208,19 @@ export async function openTab(browser, label, viewport = { width: 1280, height: 
         window.__e2eSockets.push(this);
       }
     };
+    // The relay's Content-Security-Policy: anything it blocks fails the test, naming what.
+    document.addEventListener('securitypolicyviolation', (e) =>
+      console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || 'inline'} in ${e.sourceFile}:${e.lineNumber}`),
+    );
   });
   const page = await context.newPage();
   const tab = { label, context, page, errors: [], allow: [] };
+  // Every page of the app runs under the relay's policy (crates/relay/src/security_headers.rs).
+  page.on('response', (r) => {
+    if (r.request().resourceType() === 'document' && !r.headers()['content-security-policy']) {
+      tab.errors.push(`no Content-Security-Policy on ${r.url()}`);
+    }
+  });
   page.on('pageerror', (err) => tab.errors.push(`pageerror: ${err.message}`));
   page.on('console', (msg) => {
     if (!FAILING_CONSOLE_TYPES.has(msg.type())) return;
@@ -345,7 +355,9 @@ const AXE_FAILING_IMPACTS = new Set(['serious', 'critical']);
  */
 export async function axeFindings(page, what) {
   if (!(await page.evaluate(() => typeof window.axe === 'object'))) {
-    await page.addScriptTag({ path: AXE_PATH });
+    // Evaluated by the DevTools protocol, which the page's CSP does not govern: a <script> tag
+    // with axe's text would be an inline script, which the relay's policy blocks.
+    await page.evaluate(readFileSync(AXE_PATH, 'utf8'));
   }
   const violations = await page.evaluate(async () => {
     const result = await window.axe.run(document, { resultTypes: ['violations'] });

@@ -141,13 +141,13 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
     await page.waitForSelector(done, { timeout: STUDY_TIMEOUT_MS });
     // The headline says it did not run, why, and the way out; no progress of a stage that never ran.
     const phase = await page.textContent('[data-testid="ica-phase"][data-not-run="true"]');
-    assert.match(phase, /^Not run: nothing was released .*declined the whole study for lack of privacy budget, spending nothing: raise their budgets/, phase);
+    assert.match(phase, /^Not run: nothing was released .*4 sites declined for their budgets, before releasing anything: raise Lab A's to ε = [\d.]+, .* and Lab D's to ε = [\d.]+\. Or ask for less/, phase);
     assert.equal(await page.$('[data-testid="ica-progress"]'), null);
     assert.equal(await page.$('[data-testid="ica-maps"]'), null, 'no result panel for a run that released nothing');
     assert.deepEqual(await Promise.all(sites.map(spent)), before, 'a decline costs nothing');
     for (const site of sites) {
       const declined = await site.tab.page.textContent('[data-testid="ica-site"]');
-      assert.match(declined, /insufficient privacy budget/, `${site.name}: ${declined}`);
+      assert.match(declined, /declined before releasing anything \(nothing was recorded or sent\): its budget .* raise it to at least ε = [\d.]+/, `${site.name}: ${declined}`);
     }
     await shot(dashboard, 'lesson-03-declined');
     assertNoErrors(tabs);

@@ -2,14 +2,15 @@
 capelab's browser app: each tab is a *site* or the *dashboard* (the aggregator) of a room.
 
 Map: `app.rs` picks the screen; `routes/` holds the screens (landing, dashboard, site);
-`components/` small views (`components/charts/` the SVG charts, `components/study/` the study's
-panels); `session.rs` turns transport events into signals; `transport.rs` is the only file that
-touches the relay's websocket; `study_driver/` is the only place protocol roles run (the dashboard's
-aggregator, a site's role and ledger); `study_view/` derives charts, sentences and exports from the
-core's outcomes; `ledger_report.rs` is the sites' budget message, `ledger_store.rs` keeps ledgers
-in `localStorage`, `local_data.rs` reads and generates a site's values, `download.rs` moves files
-in and out; `saved_seat.rs` and `page_url.rs` keep a tab's seat across reloads, and
-`dashboard_archive.rs` the dashboard's studies; `roster.rs`,
+`components/` small views (`components/charts/` the SVG charts); `session.rs` turns transport
+events into signals; `transport.rs` is the only file that touches the relay's websocket; `frame/`
+is the shared study frame (the dashboard's and a site's drivers, the only place protocol roles run;
+forms, the picker, the ledger panels); `studies/` holds one folder per study (its form, run, view
+model, panels, worker role and presenter centrepiece; `studies/registry.rs` lists them);
+`worker/` the Web Worker plumbing; `crash.rs` the panic hook; `ledger_report.rs` is the sites'
+budget message, `ledger_store.rs` keeps ledgers in `localStorage`, `local_data.rs` reads and
+generates a site's values, `download.rs` moves files in and out; `saved_seat.rs` and `page_url.rs`
+keep a tab's seat across reloads, and `dashboard_archive.rs` the dashboard's studies; `roster.rs`,
 `room_code.rs` and `transport/link.rs` are pure logic, tested natively.
 Components render signals and never run protocol steps: protocols live in `capelab_core`.
 */

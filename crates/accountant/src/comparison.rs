@@ -12,6 +12,7 @@ use super::composition::{CompositionBound, basic_for_event, strong_for_event};
 use super::conversion::{Conversion, closed_form_epsilon};
 use super::event::{Event, Mechanism};
 use super::moments::{MomentsAccountant, MomentsQuadratic, gaussian_moments_epsilon};
+use super::pld::{PldAccountant, PldError};
 use super::rdp::{DEFAULT_ORDERS, RdpAccountant};
 use super::{AccountantError, PrivacyAccountant, check_delta};
 
@@ -86,6 +87,29 @@ pub struct ViewReport {
     pub rdp_curve: Option<Vec<(f64, f64)>>,
 }
 
+/// The same run under the PLD accountant: the aggregator's view and, given c_S, the
+/// collusion-aware view (what `cape account --accountant pld` prints).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PldReport {
+    pub noise_multiplier: f64,
+    pub compositions: u64,
+    pub delta: f64,
+    pub sampling_rate: Option<f64>,
+    pub aggregator: PldView,
+    pub collusion_aware: Option<PldView>,
+}
+
+/// One view's PLD ε at the requested δ.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PldView {
+    pub collusion_factor: f64,
+    /// z/√c_S.
+    pub effective_noise_multiplier: f64,
+    pub epsilon: f64,
+    /// The grid step, or `None` when the composition was exact (unsampled Gaussian releases).
+    pub interval: Option<f64>,
+}
+
 impl ComparisonRequest {
     /// A request for J unsampled Gaussian releases, aggregator view, default orders.
     pub fn gaussian(noise_multiplier: f64, compositions: u64, delta: f64) -> Self {
@@ -129,6 +153,35 @@ impl ComparisonRequest {
             sampling_rate: self.sampling_rate,
             grid_orders: orders.len(),
             aggregator,
+            collusion_aware,
+        })
+    }
+
+    /// The PLD accountant's ε for both views on a grid of step `interval` (the RDP orders and
+    /// the curve flag are not used). Refuses bad inputs as [`ComparisonRequest::run`] does.
+    pub fn pld(&self, interval: f64) -> Result<PldReport, PldError> {
+        let event = Event::new("run", self.mechanism(), self.compositions)?;
+        let view = |event: Event| -> Result<PldView, PldError> {
+            let mut accountant = PldAccountant::with_interval(interval)?;
+            accountant.compose(&event);
+            let eps = accountant.epsilon(self.delta)?;
+            Ok(PldView {
+                collusion_factor: event.collusion_factor(),
+                effective_noise_multiplier: event.effective_noise_multiplier(),
+                epsilon: eps.epsilon,
+                interval: eps.interval,
+            })
+        };
+        let collusion_aware = match self.collusion_factor {
+            None => None,
+            Some(c) => Some(view(event.viewed_with(c)?)?),
+        };
+        Ok(PldReport {
+            noise_multiplier: self.noise_multiplier,
+            compositions: self.compositions,
+            delta: self.delta,
+            sampling_rate: self.sampling_rate,
+            aggregator: view(event)?,
             collusion_aware,
         })
     }

@@ -54,7 +54,7 @@ pub mod special;
 pub mod subsampled;
 pub mod without_replacement;
 
-pub use comparison::{ComparisonReport, ComparisonRequest, ViewReport};
+pub use comparison::{ComparisonReport, ComparisonRequest, PldReport, PldView, ViewReport};
 pub use conversion::Conversion;
 pub use event::{ApproximateEvent, Event, Mechanism};
 pub use ledger::{Budget, Ledger, LedgerError, LedgerEvent, Release};

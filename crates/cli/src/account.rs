@@ -20,10 +20,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use capelab_core::accountant::pld::{
-    self, Calibration, PldAccountant, calibrate_noise_multiplier, calibrate_noise_multiplier_rdp,
+    self, Calibration, calibrate_noise_multiplier, calibrate_noise_multiplier_rdp,
 };
 use capelab_core::accountant::{
-    AccountantError, ComparisonReport, ComparisonRequest, Event, Mechanism, PldError, ViewReport,
+    AccountantError, ComparisonReport, ComparisonRequest, PldError, PldReport, ViewReport,
 };
 use serde::Serialize;
 
@@ -104,25 +104,6 @@ struct Timing {
     pld: Option<f64>,
 }
 
-#[derive(Serialize)]
-struct PldReport {
-    noise_multiplier: f64,
-    compositions: u64,
-    delta: f64,
-    sampling_rate: Option<f64>,
-    aggregator: PldView,
-    collusion_aware: Option<PldView>,
-}
-
-#[derive(Serialize)]
-struct PldView {
-    collusion_factor: f64,
-    effective_noise_multiplier: f64,
-    epsilon: f64,
-    /// The grid step, or `None` when the composition was exact (unsampled Gaussian releases).
-    interval: Option<f64>,
-}
-
 pub fn run(args: AccountArgs) -> ExitCode {
     match report(&args) {
         Ok(report) => {
@@ -163,7 +144,7 @@ fn report(args: &AccountArgs) -> Result<AccountOutput, String> {
     }
     if args.accountant != Accountant::Rdp {
         let start = Instant::now();
-        pld = Some(pld_report(&request, args.pld_interval).map_err(|e| match &e {
+        pld = Some(request.pld(args.pld_interval).map_err(|e| match &e {
             PldError::Accountant(a) => format!("{}: {e}", flag_of(a)),
             _ => format!("--pld-interval: {e}"),
         })?);
@@ -195,40 +176,6 @@ fn calibrate(args: &AccountArgs, target: f64) -> Result<CalibrationReport, Strin
         _ => None,
     };
     Ok(CalibrationReport { target_epsilon: target, pld, rdp, noise_saved })
-}
-
-fn pld_report(request: &ComparisonRequest, interval: f64) -> Result<PldReport, PldError> {
-    let mechanism = match request.sampling_rate {
-        None => Mechanism::Gaussian { noise_multiplier: request.noise_multiplier },
-        Some(q) => Mechanism::PoissonSampledGaussian {
-            noise_multiplier: request.noise_multiplier,
-            sampling_rate: q,
-        },
-    };
-    let event = Event::new("run", mechanism, request.compositions)?;
-    let view = |event: Event| -> Result<PldView, PldError> {
-        let mut accountant = PldAccountant::with_interval(interval)?;
-        accountant.compose(&event);
-        let eps = accountant.epsilon(request.delta)?;
-        Ok(PldView {
-            collusion_factor: event.collusion_factor(),
-            effective_noise_multiplier: event.effective_noise_multiplier(),
-            epsilon: eps.epsilon,
-            interval: eps.interval,
-        })
-    };
-    let collusion_aware = match request.collusion_factor {
-        None => None,
-        Some(c) => Some(view(event.viewed_with(c)?)?),
-    };
-    Ok(PldReport {
-        noise_multiplier: request.noise_multiplier,
-        compositions: request.compositions,
-        delta: request.delta,
-        sampling_rate: request.sampling_rate,
-        aggregator: view(event)?,
-        collusion_aware,
-    })
 }
 
 /// The flag a core validation error is about.

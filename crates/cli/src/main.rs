@@ -4,14 +4,17 @@ use clap::{Parser, Subcommand};
 
 mod account;
 mod bench;
+mod data_file;
 mod djica;
 mod efpsn;
 mod exit;
 mod fm;
 mod mean;
 mod nn;
+mod outdir;
 mod paillier;
 mod plot;
+mod progress;
 mod vertical_vi;
 
 /// cape: capelab's protocols, natively.
@@ -19,6 +22,13 @@ mod vertical_vi;
 /// The in-process simulations run the sites' work in parallel on all cores (`--threads N` to
 /// choose; `--threads 1` is sequential). A given seed gives the same results, bit for bit,
 /// whatever the thread count.
+///
+/// Results go to stdout (`--json`: one JSON object and nothing else); progress goes to stderr,
+/// as a bar on a terminal and as a plain line every --progress-every seconds otherwise (a log
+/// file, a pipe), unless --quiet. Commands that write files write them into --out DIR, or by
+/// default into a new folder cape-out/<command>-NNN/ in the working directory, never over an
+/// earlier run's files. Every ε says which accountant produced it (PLD, RDP, the exact Gaussian
+/// composition, or a paper's theorem).
 #[derive(Parser)]
 #[command(name = "cape", version, about, long_about)]
 struct Cli {
@@ -26,14 +36,21 @@ struct Cli {
     /// task): default all cores, 1 = sequential. Results do not depend on it.
     #[arg(long, global = true, value_name = "N")]
     threads: Option<usize>,
+    /// No progress on stderr (errors and warnings still print).
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    /// When stderr is not a terminal, print a progress line every this many seconds.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = progress::DEFAULT_EVERY_SECONDS)]
+    progress_every: f64,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Privacy accounting: ε of J Gaussian releases under RDP, moments, basic and strong
-    /// composition, the exact Gaussian curve, and CAPE's collusion-aware view.
+    /// Privacy accounting: ε of J Gaussian releases by the privacy loss distribution (PLD), RDP,
+    /// the moments accountant, basic and strong composition and the exact Gaussian curve, with
+    /// CAPE's collusion-aware view and the noise a target ε needs under PLD and RDP.
     Account(account::AccountArgs),
     /// The private-mean study (CAPE over the real SecureAgg) with S in-process sites, T trials
     /// and K random dropouts: estimates, empirical and theoretical variances, privacy.
@@ -93,7 +110,9 @@ fn set_threads(threads: Option<usize>) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(message) = set_threads(cli.threads) {
+    if let Err(message) =
+        set_threads(cli.threads).and_then(|()| progress::configure(cli.quiet, cli.progress_every))
+    {
         return exit::fail(message);
     }
     match cli.command {

@@ -17,6 +17,7 @@ sum costs a re-run. The reference of each trial is the pooled mean of its final 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
+use capelab_core::accountant::ledger::Bound;
 use capelab_core::accountant::{Budget, Ledger};
 use capelab_core::cape::SiteRelease;
 use capelab_core::rng::{CapeRng, derive, os_rng};
@@ -26,7 +27,6 @@ use capelab_core::study::mean::sim::{ScriptedDropout, StudyDropPoint, StudySim, 
 use capelab_core::study::mean::{
     Calibration, StudyConfigError, StudyDropout, StudyParams, StudyPhase, Theory, row_mean,
 };
-use indicatif::{ProgressBar, ProgressStyle};
 use rand::RngExt;
 use rand_distr::{Beta, Distribution};
 use serde::Serialize;
@@ -146,8 +146,11 @@ struct MeanReport {
     delta_pool: Option<f64>,
     dropouts_by_phase: BTreeMap<String, usize>,
     first_trial_dropouts: Vec<StudyDropout>,
-    /// Each site's ledger total ε after the first trial (0 for a site that released nothing).
+    /// Each site's ledger total ε after the first trial (0 for a site that released nothing):
+    /// the tighter of RDP and PLD, as the ledger charges.
     site_epsilon_spent: Vec<f64>,
+    /// Which accountant gave each total: "pld" or "rdp" (null for a site that released nothing).
+    site_epsilon_spent_accountant: Vec<Option<Bound>>,
     aborted_trials: usize,
 }
 
@@ -309,11 +312,7 @@ fn simulate(plan: &MeanPlan) -> Result<MeanReport, String> {
     let pooled_all: Vec<f64> =
         (0..d).map(|j| plan.data.iter().map(|(_, m)| m[j]).sum::<f64>() / s as f64).collect();
 
-    let progress = ProgressBar::new(args.trials as u64).with_style(
-        ProgressStyle::default_bar()
-            .template("{spinner} trial {pos}/{len} [{bar:30}] {elapsed} (eta {eta})")
-            .expect("a valid template"),
-    );
+    let progress = crate::progress::Progress::new("mean", "trial", args.trials as u64);
     let mut sq_cape = 0.0;
     let mut sq_conv = 0.0;
     let mut samples = 0usize;
@@ -433,11 +432,16 @@ fn simulate(plan: &MeanPlan) -> Result<MeanReport, String> {
                     .iter()
                     .map(|site| site.spent.last().map_or(0.0, |e| e.epsilon_after))
                     .collect(),
+                site_epsilon_spent_accountant: report
+                    .sites
+                    .iter()
+                    .map(|site| site.spent.last().map(|e| e.bound))
+                    .collect(),
                 aborted_trials: 0,
             });
         }
     }
-    progress.finish_and_clear();
+    progress.finish();
     let Some(mut report) = first else {
         return Err(format!(
             "every trial ended without an estimate; the first: {}",

@@ -247,13 +247,15 @@ fn the_sweep_calibrates_sigma_per_epsilon_and_runs_every_mode() {
     assert_eq!(&modes[8..], ["fixed", "plain", "nonpartitioned"]);
     let f = |r: &Vec<&str>, name: &str| r[col(name)].parse::<f64>().unwrap();
     for r in &rows[..8] {
-        let (target, eps) = (f(r, "epsilon_target"), f(r, "epsilon_analyst"));
+        let (target, eps) = (f(r, "epsilon_target_pld"), f(r, "epsilon_analyst_pld"));
+        assert!(f(r, "epsilon_analyst_rdp") > eps, "RDP is the looser bound here: {r:?}");
         assert!(eps <= target * (1.0 + 1e-9) && eps > 0.9 * target, "{r:?}");
         assert!(f(r, "test_nll").is_finite());
     }
     assert!(f(&rows[0], "sigma") > f(&rows[4], "sigma"), "ε = 1 needs more noise than ε = 8");
     for r in &rows[8..] {
-        assert_eq!(r[col("epsilon_target")], "");
+        assert_eq!(r[col("epsilon_target_pld")], "");
+        assert_eq!(r[col("epsilon_analyst_pld")], "");
         assert_eq!(f(r, "sigma"), 0.0);
     }
     // noise-free, the partitioned and joined runs are the same computation

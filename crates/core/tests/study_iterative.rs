@@ -276,6 +276,10 @@ fn a_site_without_budget_declines_before_sending_anything_else() {
     let outcome = sim.aggregator().outcome().unwrap();
     assert_eq!(outcome.declined.len(), 1);
     assert_eq!(outcome.declined[0].iteration, 0);
+    // the dashboard hears the least budget that admits the study: above the site's ε = 2
+    let shortfall = outcome.declined[0].shortfall.expect("a budget refusal names its shortfall");
+    assert_eq!(shortfall.budget, 2.0);
+    assert!(shortfall.needed.is_some_and(|n| n > 2.0), "{shortfall:?}");
     // the other three (t = 3) run the study among themselves
     assert_eq!(outcome.stop, StopReason::Completed { iterations: 20 });
     assert_eq!(outcome.contributors.len(), 3);

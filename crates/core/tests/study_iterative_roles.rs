@@ -163,7 +163,9 @@ fn a_site_keeps_the_aggregator_to_the_announced_iterations() {
     let wrong_shape = send(study, IterBody::State { iteration: 3, state: vec![0.0; 3] });
     let out = site.handle(3, AGGREGATOR, &wrong_shape).unwrap();
     assert_eq!(out[0].kind, kind::DECLINE, "iteration 3 was never announced");
-    let Msg { body: IterBody::Decline { reason }, .. } = decode(&out[0]) else { panic!() };
+    let Msg { body: IterBody::Decline { reason, shortfall: None }, .. } = decode(&out[0]) else {
+        panic!()
+    };
     assert!(reason.contains("J_max = 2"), "{reason}");
     assert_eq!(site.spent().len(), 2, "only the announced releases were paid for");
     assert_eq!(site.phase(), IterSitePhase::Declined);
@@ -184,7 +186,9 @@ fn a_site_keeps_the_aggregator_to_the_announced_iterations() {
             &send(study, IterBody::Start { computation: "nn".into(), params: p, task: task() }),
         )
         .unwrap();
-    let Msg { body: IterBody::Decline { reason }, .. } = decode(&out[0]) else { panic!() };
+    let Msg { body: IterBody::Decline { reason, shortfall: None }, .. } = decode(&out[0]) else {
+        panic!()
+    };
     assert!(reason.contains("4 features") && reason.contains("D = 3"), "{reason}");
     // fewer records than the announced N_s = 50 make Δ = 2C/N_s larger than the noise covers
     let mut small = IterativeSite::new(
@@ -209,7 +213,9 @@ fn a_site_keeps_the_aggregator_to_the_announced_iterations() {
             ),
         )
         .unwrap();
-    let Msg { body: IterBody::Decline { reason }, .. } = decode(&out[0]) else { panic!() };
+    let Msg { body: IterBody::Decline { reason, shortfall: None }, .. } = decode(&out[0]) else {
+        panic!()
+    };
     assert!(reason.contains("sensitivity"), "{reason}");
 }
 

@@ -71,7 +71,9 @@ fn an_over_budget_site_declines_and_sends_nothing_else() {
     let declined = &outcome.declined[0];
     assert_eq!((declined.site, declined.attempt), (sim.site_id(2), 0));
     match &declined.reason {
-        DeclineReason::Budget { message } => {
+        DeclineReason::Budget { message, shortfall } => {
+            let s = shortfall.expect("a budget refusal names the budget it needs");
+            assert!(s.needed.is_some_and(|n| n > s.budget), "{s:?}");
             assert!(message.contains("insufficient privacy budget"), "{message}");
             assert!(message.contains("nothing was recorded or sent"), "{message}");
         }

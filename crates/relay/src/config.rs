@@ -5,8 +5,11 @@ How a relay is set up: [`Config`], its defaults, and the checks run before servi
 [`crate::ManualClock`]) and hand it to [`crate::serve`].
 */
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use capelab_tls::ServerTls;
 
 use crate::clock::Clock;
 use crate::limits::{ENVELOPE_OVERHEAD_BYTES, RelayLimits};
@@ -38,6 +41,11 @@ pub struct Config {
     /// `nats://HOST:PORT` of a NATS server shared with other relays serving the same rooms
     /// (`--broker`); `None` runs alone, as the only relay of its rooms.
     pub broker: Option<String>,
+    /// Serve `https`/`wss` with this certificate (`--tls-cert`, `--tls-key`); `None`: plain
+    /// `http`/`ws`, e.g. behind a reverse proxy that terminates TLS.
+    pub tls: Option<ServerTls>,
+    /// Reverse proxies whose `X-Forwarded-For` names the client (`--trusted-proxy`).
+    pub trusted_proxies: Vec<IpAddr>,
 }
 
 impl Default for Config {
@@ -52,6 +60,8 @@ impl Default for Config {
             quiet: false,
             clock: Clock::system(),
             broker: None,
+            tls: None,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -76,6 +86,8 @@ pub enum ConfigError {
     ZeroPing,
     #[error("--max-connections must be at least 1 (got 0)")]
     NoConnections,
+    #[error("--max-connections-per-address must be at least 1 (got 0)")]
+    NoConnectionsPerAddress,
     #[error("--byte-rate and --room-byte-rate must be at least 1 byte per second (got 0)")]
     ZeroByteRate,
     #[error(
@@ -122,6 +134,9 @@ impl Config {
         }
         if limits.max_connections == 0 {
             return Err(ConfigError::NoConnections);
+        }
+        if limits.max_connections_per_address == 0 {
+            return Err(ConfigError::NoConnectionsPerAddress);
         }
         if limits.bytes_per_second == 0 || limits.room_bytes_per_second == 0 {
             return Err(ConfigError::ZeroByteRate);

@@ -76,7 +76,7 @@ impl AddressGuesses {
 }
 
 /// What counts as one address: an IPv4 address, or an IPv6 address's /64.
-fn block_of(address: IpAddr) -> IpAddr {
+pub fn block_of(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V4(v4) => IpAddr::V4(v4),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

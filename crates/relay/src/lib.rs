@@ -9,7 +9,11 @@ opaque base64, and routing reads only `room`, `from` and `to`.
 
 Code map:
 - [`server`]: the accept loop (connection cap, header timeout), routes (`/ws`, `/healthz`, the
-  static app), shared state, [`serve`] and a bounded shutdown.
+  static app), shared state, [`serve`] and a bounded shutdown; [`tls`]: each connection's TLS
+  handshake when the relay serves `https`/`wss` (certificates through `capelab-tls`).
+- [`descriptors`]: the connection cap from `RLIMIT_NOFILE`; [`fair_share`]: one address's share
+  of the connections; [`client_address`]: the client behind a `--trusted-proxy`.
+- [`security_headers`]: the Content-Security-Policy and the other headers on every answer.
 - [`static_files`]: the built app, brotli/gzip precompressed at build time, content-hashed files
   cached for good and `index.html` revalidated.
 - [`connection`]: one websocket's reader and writer tasks.
@@ -27,11 +31,14 @@ Code map:
 */
 
 pub mod broker;
+pub mod client_address;
 pub mod clock;
 pub mod config;
 pub mod connection;
+pub mod descriptors;
 pub mod error;
 pub mod expiry;
+pub mod fair_share;
 pub mod frame;
 pub mod guesses;
 pub mod lan;
@@ -41,9 +48,12 @@ pub mod outbox;
 pub mod registry;
 pub mod resume;
 pub mod room_code;
+pub mod security_headers;
 pub mod server;
 pub mod static_files;
+pub mod tls;
 
+pub use capelab_tls::ServerTls;
 pub use clock::{Clock, ManualClock};
 pub use config::{Config, ConfigError};
 pub use lan::lan_address;

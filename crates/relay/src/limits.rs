@@ -44,8 +44,15 @@ pub struct RelayLimits {
     /// Bytes waiting for all connections together before the relay closes the one that would
     /// pass it (code 1001, reconnect soon).
     pub max_total_queue_bytes: usize,
-    /// Open TCP connections (websockets and plain HTTP) before new ones get a 503.
+    /// Open TCP connections (websockets and plain HTTP) before new ones get a 503. The binary
+    /// keeps it within the descriptor limit (`crate::descriptors`).
     pub max_connections: usize,
+    /// Open connections one address (an IPv6 /64) may hold before its next gets a 429
+    /// (`crate::fair_share`).
+    pub max_connections_per_address: usize,
+    /// Connections told "busy" (503) or "over your share" (429) at once; past that, new ones
+    /// are closed without a word.
+    pub max_refusing: usize,
     /// Sustained bytes per second one connection may send (token refill rate, in bytes).
     pub bytes_per_second: u32,
     /// Bytes one connection may send at once before `bytes_per_second` applies. A sender that
@@ -68,6 +75,8 @@ impl Default for RelayLimits {
             max_queue_bytes: 256 * 1024 * 1024,
             max_total_queue_bytes: 1024 * 1024 * 1024,
             max_connections: 512,
+            max_connections_per_address: 128,
+            max_refusing: crate::descriptors::MAX_REFUSING,
             bytes_per_second: 8 * MIB,
             byte_burst: 40 * MIB,
             room_bytes_per_second: 32 * MIB,

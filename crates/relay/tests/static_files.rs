@@ -276,3 +276,33 @@ async fn index_html_is_revalidated_by_etag_and_date_and_a_new_build_is_seen_at_o
     assert_eq!(fresh.decoded(), index);
     assert_ne!(fresh.header(header::ETAG), etag);
 }
+
+/// The security headers (crates/relay/src/security_headers.rs) on every answer: each file, the
+/// `index.html` fallback for unknown paths, a 304, a 404-free miss, `/healthz`, and the page
+/// that says the app is not built; no HSTS without the relay's own TLS (tests/tls.rs has it).
+#[tokio::test]
+async fn every_answer_carries_the_security_headers_and_no_hsts_over_plain_http() {
+    use capelab_relay::security_headers::{CONTENT_SECURITY_POLICY, HEADERS};
+    let app = app().await;
+    let addr = app.relay.addr;
+    let index = get(addr, "/", &[]).await;
+    let etag = index.header(header::ETAG).to_owned();
+    let mut answers = vec![("/", index)];
+    for path in [JS, WASM, CSS, NOTES].map(|name| format!("/{name}")) {
+        answers.push(("a file", get(addr, &path, &[(header::ACCEPT_ENCODING, BROWSER)]).await));
+    }
+    answers.push(("fallback", get(addr, "/room/K7QX2M?x=1", &[]).await));
+    answers.push(("304", get(addr, "/", &[(header::IF_NONE_MATCH, etag.as_str())]).await));
+    answers.push(("healthz", get(addr, "/healthz", &[]).await));
+    let unbuilt = start(|_| {}).await; // its static dir does not exist
+    answers.push(("not built", get(unbuilt.addr, "/", &[]).await));
+    for (what, answer) in &answers {
+        for (name, value) in HEADERS {
+            assert_eq!(answer.header(name.clone()), value, "{what} ({}): {name}", answer.status);
+        }
+        assert_eq!(answer.header(header::STRICT_TRANSPORT_SECURITY), "", "{what}");
+    }
+    assert_eq!(answers[6].1.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(answers[8].1.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(CONTENT_SECURITY_POLICY.contains("script-src 'self' 'wasm-unsafe-eval';"));
+}

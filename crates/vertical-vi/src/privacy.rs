@@ -349,11 +349,16 @@ pub fn guarantee(
     })
 }
 
-/// Spec B5's table for a run: the analyst (add/remove), a party and, for P ≥ 3, P − 1 colluding
-/// parties (both adjacencies). Rows that do not exist (no hidden noise) are left out.
+/// Spec B5's table for a run: the analyst (add/remove), for P ≥ 2 a party and, for P ≥ 3, P − 1
+/// colluding parties (both adjacencies). Rows that do not exist are left out: with P = 1 (the
+/// non-partitioned baseline) the one data holder is the curator, not a viewer of its own data,
+/// and with parties' noise a view that knows all of it has no guarantee.
 pub fn table(run: &Run, delta: f64) -> Result<Vec<Guarantee>, PrivacyError> {
     let mut rows = vec![guarantee(run, Viewer::Analyst, Adjacency::AddRemove, delta)?];
-    let mut viewers = vec![Viewer::Party];
+    let mut viewers = Vec::new();
+    if run.parties >= 2 {
+        viewers.push(Viewer::Party);
+    }
     if run.parties >= 3 {
         viewers.push(Viewer::Colluding { colluding: run.parties - 1 });
     }

@@ -150,6 +150,10 @@ fn colluding_parties_and_the_table() {
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0].viewer, Viewer::Analyst);
     assert!(rows.iter().all(|r| r.epsilon.best() > 0.0));
+    // P = 1, the non-partitioned baseline: the one data holder is no viewer; the analyst alone.
+    let single = Run { parties: 1, ..Run::paper(NoiseSource::Ttp, Sampling::Poisson) };
+    let only = privacy::table(&single, DELTA).unwrap();
+    assert_eq!(only.iter().map(|r| r.viewer).collect::<Vec<_>>(), [Viewer::Analyst]);
     for r in &rows {
         println!(
             "{}: z = {:.4}, Q = {:.6}, n = {}: RDP {:.4} (grid {:.4}, classic {:.4}), PLD {:.4}",

@@ -202,16 +202,12 @@ pub fn render(src: &str, plan: &Plan, out: &Outputs) -> Result<String> {
     Ok(html)
 }
 
-/// trunk 0.21.14's default initializer (wasm-bindgen ≥ 0.2.93 takes an object; bindings imported
-/// as `window.wasmBindings`; the `TrunkApplicationStarted` event), with public_url `/`.
+/// What replaces the rust link: Trunk.toml's `pattern_script` ([`crate::PATTERN_SCRIPT`]) with
+/// trunk's parameters filled in (`{base}` is the public URL `/`), as trunk's `pattern_evaluate`
+/// does. It loads `boot.js`, a file, instead of trunk's inline module script, which the relay's
+/// Content-Security-Policy would refuse.
 pub fn module_script(js: &str, wasm: &str) -> String {
-    format!(
-        "\n<script type=\"module\">\nimport init, * as bindings from '/{js}';\n\
-         const wasm = await init({{ module_or_path: '/{wasm}' }});\n\n\n\
-         window.wasmBindings = bindings;\n\n\n\
-         dispatchEvent(new CustomEvent(\"TrunkApplicationStarted\", {{detail: {{wasm}}}}));\n\n\
-         </script>"
-    )
+    crate::PATTERN_SCRIPT.replace("{base}", "/").replace("{js}", js).replace("{wasm}", wasm)
 }
 
 /// The `modulepreload` link of the JS module, then the `preload` link of the wasm, as trunk writes
@@ -403,18 +399,7 @@ mod tests {
     <!-- a comment about <link rel="preload" as="fetch"> and <link data-trunk rel="sass"> -->
     <link rel="stylesheet" href="/style-1a.css" integrity="sha384-XYZ"/>
     
-    
-<script type="module">
-import init, * as bindings from '/app-2b.js';
-const wasm = await init({ module_or_path: '/app-2b_bg.wasm' });
-
-
-window.wasmBindings = bindings;
-
-
-dispatchEvent(new CustomEvent("TrunkApplicationStarted", {detail: {wasm}}));
-
-</script>
+    <script type="module" src="/boot.js?wasm=/app-2b_bg.wasm&amp;js=/app-2b.js"></script>
   <link rel="modulepreload" href="/app-2b.js" crossorigin="anonymous"><link rel="preload" href="/app-2b_bg.wasm" crossorigin="anonymous" as="fetch" type="application/wasm"></head>
   <body></body>
 </html>
@@ -452,7 +437,7 @@ dispatchEvent(new CustomEvent("TrunkApplicationStarted", {detail: {wasm}}));
         let src = include_str!("../../../index.html");
         let p = plan(src).unwrap();
         assert_eq!(p.css.len(), 1);
-        assert_eq!(p.copy_files, ["data/digits.csv", "data/cps1988.csv"]);
+        assert_eq!(p.copy_files, ["web/boot.js", "data/digits.csv", "data/cps1988.csv"]);
         assert_eq!(p.rust.bin, "capelab-web");
         assert_eq!(p.rust.cargo_profile.as_deref(), Some("wasm-release"));
         assert_eq!(p.rust.wasm_opt.as_deref(), Some("z"));
@@ -461,6 +446,9 @@ dispatchEvent(new CustomEvent("TrunkApplicationStarted", {detail: {wasm}}));
         assert_eq!(html.matches("rel=\"modulepreload\"").count(), 1);
         assert!(html.contains("<link rel=\"preload\" href=\"/app-2b_bg.wasm\""));
         assert!(html.find("modulepreload").unwrap() < html.find("</head>").unwrap());
+        // No inline script: the relay's Content-Security-Policy allows none.
+        assert!(!html.contains("<script type=\"module\">"), "{html}");
+        assert!(html.contains(r#"<script type="module" src="/boot.js?wasm=/app-2b_bg.wasm&amp;js=/app-2b.js">"#));
     }
 
     #[test]

@@ -12,6 +12,11 @@
 pub mod html;
 pub mod names;
 
+/// Trunk.toml's `pattern_script`: the tag that starts the app in place of trunk's inline module
+/// script (web/boot.js reads the bundle's and the wasm's names from its query).
+pub const PATTERN_SCRIPT: &str =
+    r#"<script type="module" src="{base}boot.js?wasm={base}{wasm}&amp;js={base}{js}"></script>"#;
+
 /// The wasm-opt Trunk.toml pins (`[tools] wasm_opt`): npm binaryen 132 (tools/package.json).
 /// Debian's 108 breaks the output silently, so only the one in tools/node_modules is used.
 pub const WASM_OPT_VERSION: &str = "version_132";
@@ -34,6 +39,12 @@ mod tests {
         assert_eq!(locked("wasm-bindgen-cli-support"), locked("wasm-bindgen"));
         let trunk = include_str!("../../../Trunk.toml");
         assert!(trunk.contains(&format!("wasm_bindgen = \"{}\"", locked("wasm-bindgen"))));
+    }
+
+    #[test]
+    fn pattern_script_equals_trunk_toml() {
+        let trunk = include_str!("../../../Trunk.toml");
+        assert!(trunk.contains(&format!("\npattern_script = '{}'\n", super::PATTERN_SCRIPT)));
     }
 
     #[test]

@@ -47,6 +47,7 @@ impl FormError {
 
 /// What people type into a form by mistake (and the browser's form fuzzer types into every
 /// field): each must be a run or a refusal named by its field, never a panic.
+#[cfg(test)]
 pub const FUZZ: [&str; 10] =
     ["0", "-1", "1e308", "1e12", "1e-320", "NaN", "text", "", "100000000", "  0.5  "];
 

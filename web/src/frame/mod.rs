@@ -17,6 +17,7 @@ Components render these drivers' signals and call their methods; they never run 
 */
 
 pub mod bounds;
+pub mod budget;
 pub mod centre;
 pub mod consent;
 pub mod dashboard;

@@ -32,8 +32,8 @@ use capelab_core::study::iterative::{
     ledger_study_name as iter_ledger_study_name, peek_start,
 };
 use capelab_core::study::mean::{
-    MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome, SitePhase, StudyParams,
-    kind,
+    DeclineReason, MeanBody, MeanMessage, MeanSite, NoisePlan, PublicResult, SiteOutcome,
+    SitePhase, StudyParams, kind,
 };
 use capelab_core::transport::{Transport, TransportEvent};
 use capelab_core::wire::{ParticipantId, Peer, Role, To};
@@ -900,7 +900,10 @@ fn nn_view(site: &IterativeSite<NnSite, SharedLedger>) -> NnSiteView {
         preview,
         released: site.iterations().last().map_or(0, |it| it.iteration),
         max_iterations: site.params().map_or(0, |p| p.max_iterations),
-        end: site.end_reason().map(str::to_owned),
+        end: match site.shortfall() {
+            Some(s) => Some(crate::frame::budget::own_decline(s)),
+            None => site.end_reason().map(str::to_owned),
+        },
     }
 }
 
@@ -942,7 +945,12 @@ fn study_view(site: &MeanSite<SharedLedger>) -> SiteStudyView {
         .collect();
     let end = site.outcome().map(|o| match o {
         SiteOutcome::Done(result) => SiteEnd::Done(result.clone()),
-        SiteOutcome::Declined(reason) => SiteEnd::Declined(reason.to_string()),
+        SiteOutcome::Declined(DeclineReason::Budget { shortfall: Some(s), .. }) => {
+            SiteEnd::Declined(crate::frame::budget::own_decline(s))
+        }
+        SiteOutcome::Declined(reason) => {
+            SiteEnd::Declined(format!("This site declined the study: {reason}"))
+        }
         SiteOutcome::NotInvited => SiteEnd::NotInvited,
         SiteOutcome::Aborted(reason) => SiteEnd::Aborted(reason.to_string()),
     });

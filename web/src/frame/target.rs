@@ -23,7 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::components::charts::scale::format_value;
 
-use crate::frame::form::{Field, FormError};
+use leptos::prelude::*;
+
+use crate::frame::consent::Consent;
+use crate::frame::form::{Field, FormError, TextField};
 use crate::numbers::show;
 
 /// How a form's ε is meant.
@@ -139,6 +142,22 @@ impl TargetCalibration {
     }
 }
 
+/// A form's whole-study calibration, read from its fields as typed: the target, δ and J (at most
+/// `max_iterations`), for a study among `sites` sites in `mode`.
+pub fn calibrate_fields(
+    target: (Field, &str),
+    delta: (Field, &str),
+    iterations: (Field, &str, usize),
+    sites: usize,
+    mode: NoiseMode,
+) -> Result<TargetCalibration, FormError> {
+    use crate::studies::mean::form::{MAX_DELTA, MAX_EPSILON, MIN_DELTA, MIN_EPSILON};
+    let epsilon = target.0.positive(target.1, MIN_EPSILON, 10.0 * MAX_EPSILON)?;
+    let delta = delta.0.real_in(delta.1, MIN_DELTA, MAX_DELTA)?;
+    let j = iterations.0.count(iterations.1, 1, iterations.2)?;
+    TargetCalibration::new(target.0, epsilon, delta, j, ledger_collusion_factor(sites, mode))
+}
+
 /// The noise mode a form's `<select>` value names (upfront CAPE unless another is named).
 pub fn noise_mode(value: &str) -> NoiseMode {
     match value {
@@ -173,6 +192,78 @@ pub fn iterative_config_error(e: &IterativeConfigError, epsilon: Field, delta: F
             iterative_config_error(error, epsilon, delta)
         }
         other => FormError::whole(other.to_string()),
+    }
+}
+
+/// What an iterative study's form asks about its ε: the scope ("per iteration" or "for the whole
+/// study"), then the field of that scope. `testid` prefixes the ids of the scope's `<select>`.
+#[component]
+pub fn ScopedEpsilon(
+    /// The scope `<select>`'s id, its label and the two options' words.
+    select: (&'static str, &'static str),
+    options: (&'static str, &'static str),
+    scope: RwSignal<String>,
+    per_iteration: (Field, RwSignal<String>),
+    whole_study: (Field, RwSignal<String>),
+    error: RwSignal<Option<FormError>>,
+) -> impl IntoView {
+    let whole = move || scope.get() == EpsilonScope::WholeStudy.value();
+    let (per_field, per_value) = per_iteration;
+    let (whole_field, whole_value) = whole_study;
+    view! {
+        <label>{select.1}
+            <select id=select.0 bind:value=scope>
+                <option value=EpsilonScope::PerIteration.value()>{options.0}</option>
+                <option value=EpsilonScope::WholeStudy.value()>{options.1}</option>
+            </select>
+        </label>
+        <Show
+            when=whole
+            fallback=move || view! { <TextField field=per_field value=per_value error /> }
+        >
+            <TextField field=whole_field value=whole_value error />
+        </Show>
+    }
+}
+
+/// An iterative study's noise: CAPE, conventional, or non-private (with how many sites present
+/// allow that, beside it).
+#[component]
+pub fn NoiseModeSelect(
+    id: &'static str,
+    mode: RwSignal<String>,
+    consent: Memo<Consent>,
+    consent_testid: &'static str,
+) -> impl IntoView {
+    view! {
+        <label>"noise"
+            <select id=id bind:value=mode>
+                <option value="upfront">"CAPE (upfront zero-sum noise)"</option>
+                <option value="conventional">"conventional (independent noise)"</option>
+                <option value="nonprivate">"non-private (sites that allow it)"</option>
+            </select>
+        </label>
+        <Show when=move || mode.get() == "nonprivate">
+            <p class="muted small span-all" data-testid=consent_testid>{move || consent.get().sentence()}</p>
+        </Show>
+    }
+}
+
+/// The whole-study calibration as the form stands (recomputed as the user types), or why it
+/// cannot be made; nothing when ε is per iteration.
+#[component]
+pub fn CalibrationLine(
+    calibration: Memo<Option<Result<String, String>>>,
+    /// `{prefix}-calibration` and `{prefix}-calibration-error`.
+    prefix: &'static str,
+) -> impl IntoView {
+    move || {
+        calibration.get().map(|c| match c {
+            Ok(text) => view! { <p class="muted" data-testid=format!("{prefix}-calibration")>{text}</p> }
+                .into_any(),
+            Err(e) => view! { <p class="form-error" data-testid=format!("{prefix}-calibration-error")>{e}</p> }
+                .into_any(),
+        })
     }
 }
 

@@ -288,12 +288,16 @@ fn bench(args: &DjicaBenchArgs) -> Result<Value, String> {
     let (mut cells, mut multi) = (vec![], vec![]);
     let mut identical = true;
     for &m in &args.subjects {
+        let progress = crate::progress::Progress::spinner(&format!(
+            "bench djica: M = {m}, on 1 thread and then on {threads}"
+        ));
         let (study, timepoints, generate_s) = study(args, m)?;
         let (one, one_digest) =
             pool(1)?.install(|| measure(args, (&study, timepoints), Some(generate_s)))?;
         let (many, many_digest) =
             pool(threads)?.install(|| measure(args, (&study, timepoints), None))?;
         identical &= one_digest == many_digest;
+        progress.finish();
         eprintln!(
             "native M = {m}: capePCA {:.2} s, {:.2} ms per iteration, end to end {:.1} s on 1 \
              thread; {:.2} s, {:.2} ms, {:.1} s on {threads} threads; same results: {}",

@@ -19,6 +19,8 @@ use capelab_paillier::{Ciphertext, DjnEncryptor, KeySize, Keypair};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::progress::Progress;
+
 #[derive(clap::Args, Debug)]
 pub struct PaillierBenchArgs {
     /// Timed repetitions of encryption and decryption (the median is reported).
@@ -62,11 +64,16 @@ fn bench(args: &PaillierBenchArgs) -> Result<Value, String> {
     let mut rng = derive(1, "bench/paillier");
     let mut keys = Vec::new();
     let mut keygen = Vec::new();
+    let progress =
+        Progress::new("bench paillier: 2048-bit key generation", "key", args.keys.max(5) as u64);
     for _ in 0..args.keys.max(5) {
         let (k, ms) = timed(|| Keypair::generate(KeySize::Standard2048, &mut rng));
         keygen.push(ms);
         keys.push(k);
+        progress.inc(1);
     }
+    progress.finish();
+    let progress = Progress::spinner("bench paillier: encryption, decryption, Phase 1");
     let k = &keys[0];
     let mut enc = Vec::new();
     let mut cts: Vec<Ciphertext> = Vec::new();
@@ -93,6 +100,7 @@ fn bench(args: &PaillierBenchArgs) -> Result<Value, String> {
     let (traffic, phase1_ms) =
         timed(|| phase1_on_a_ring(keys.iter().take(5).cloned().collect(), 1));
     let traffic = traffic.map_err(|e| e.to_string())?;
+    progress.finish();
     let native = vec![
         Case { op: "keygen".into(), median_ms: median(keygen), repetitions: args.keys.max(5) },
         Case { op: "encrypt".into(), median_ms: median(enc), repetitions: args.repetitions },

@@ -19,6 +19,8 @@ use capelab_core::accountant::{Event, Mechanism, PldAccountant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::progress::Progress;
+
 /// The benchmarked run (every runner uses these numbers).
 pub const NOISE_MULTIPLIER: f64 = 2.042;
 pub const SAMPLING_RATE: f64 = 100.0 / 30162.0;
@@ -59,8 +61,13 @@ fn bench(args: &PldBenchArgs) -> Result<Value, String> {
     if args.repetitions == 0 {
         return Err("--repetitions must be at least 1".into());
     }
-    let native: Vec<Case> =
-        INTERVALS.iter().map(|&h| time_case(h, args.repetitions)).collect::<Result<_, _>>()?;
+    let progress =
+        Progress::new("bench pld", "repetition", (INTERVALS.len() * args.repetitions) as u64);
+    let native: Vec<Case> = INTERVALS
+        .iter()
+        .map(|&h| time_case(h, args.repetitions, &progress))
+        .collect::<Result<_, _>>()?;
+    progress.finish();
     let mut report = json!({
         "bench": "pld",
         "run": {
@@ -95,7 +102,7 @@ fn bench(args: &PldBenchArgs) -> Result<Value, String> {
     Ok(report)
 }
 
-fn time_case(interval: f64, repetitions: usize) -> Result<Case, String> {
+fn time_case(interval: f64, repetitions: usize, progress: &Progress) -> Result<Case, String> {
     let event = Event::new(
         "bench",
         Mechanism::PoissonSampledGaussian {
@@ -113,6 +120,7 @@ fn time_case(interval: f64, repetitions: usize) -> Result<Case, String> {
         accountant.compose(&event);
         epsilon = accountant.epsilon(DELTA).map_err(|e| e.to_string())?.epsilon;
         times.push(start.elapsed().as_secs_f64() * 1e3);
+        progress.inc(1);
     }
     times.sort_by(f64::total_cmp);
     Ok(Case { interval, epsilon, median_ms: times[times.len() / 2], repetitions })

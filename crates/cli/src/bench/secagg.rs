@@ -517,11 +517,11 @@ fn measure_all(args: &SecaggArgs) -> Result<BenchRun, String> {
             measure(setup, len, u64::MAX)?;
             let runs: Vec<Vec<RoundTiming>> = (0..repetitions)
                 .map(|rep| {
-                    eprintln!(
-                        "{} S = {s}, D = {len}: repetition {}/{repetitions}",
+                    crate::progress::note(format!(
+                        "bench secagg: {} S = {s}, D = {len}: repetition {}/{repetitions}",
                         setup.graph,
                         rep + 1
-                    );
+                    ));
                     measure(setup, len, rep as u64)
                 })
                 .collect::<Result<_, _>>()?;
@@ -607,12 +607,13 @@ fn measure_threads(setup: &Setup, len: usize, repetitions: usize) -> Result<Thre
     many_pool.install(|| measure_wall(setup, len, u64::MAX))?;
     let (mut one, mut many) = (Vec::new(), Vec::new());
     for rep in 0..repetitions {
-        eprintln!(
-            "{} S = {}, D = {len}: whole instance on 1 and {n} threads, repetition {}/{repetitions}",
+        crate::progress::note(format!(
+            "bench secagg: {} S = {}, D = {len}: whole instance on 1 and {n} threads, repetition \
+             {}/{repetitions}",
             setup.graph,
             setup.sites,
             rep + 1
-        );
+        ));
         one.push(one_pool.install(|| measure_wall(setup, len, rep as u64))?);
         many.push(many_pool.install(|| measure_wall(setup, len, rep as u64))?);
     }

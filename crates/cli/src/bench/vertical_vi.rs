@@ -1,7 +1,8 @@
 /*!
 `cape bench vertical-vi`: one DP-VI step of seed 004 at the paper's shape (P = 2, K = 20, B = 100,
-C = 1, σ = 2.042) on CPS1988 (`data/cps1988.csv`, run from the repository root) or, without it,
-on the generated Adult-like table (N = 30 162): the noisy clipped batch sum G̃ by the MPC (`mpc`
+C = 1, σ = 2.042) on CPS1988 (`--data-file`, by default `data/cps1988.csv` in the working
+directory) or, when that default file is absent, on the generated Adult-like table (N = 30 162,
+said on stderr and in the JSON's `data`): the noisy clipped batch sum G̃ by the MPC (`mpc`
 mode: dealer, both parties and every round in process) and by the plaintext fixed-point
 simulation of the same circuit (`fixed` mode), for `--steps` training steps with the batches and
 θ of a real run. Reports the time per step (median and min), the rounds, the bytes each party
@@ -12,7 +13,7 @@ target is 2^−20). With `--wasm` it merges the same mpc step timed in headless 
 it to bench-out/vertical-vi.json.
 */
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -25,6 +26,8 @@ use capelab_vertical_vi::mpc::GradientConfig;
 use capelab_vertical_vi::mpc::circuit::{fixed_clipped_sum, mpc_clipped_sum};
 use serde_json::{Value, json};
 
+use crate::progress::Progress;
+
 pub const PARTIES: usize = 2;
 pub const COMPONENTS: usize = 20;
 pub const BATCH: usize = 100;
@@ -36,10 +39,14 @@ pub struct VerticalViBenchArgs {
     /// Training steps timed (each mode once per step; the median is reported).
     #[arg(long, default_value_t = 20)]
     steps: usize,
-    /// Write the JSON here as well.
+    /// CPS1988's CSV [default: data/cps1988.csv in the working directory; when that is absent,
+    /// the generated table].
+    #[arg(long, value_name = "PATH")]
+    data_file: Option<PathBuf>,
     /// The browser's output (crates/vertical-vi/tests/bench_wasm_vvi.rs) to merge.
     #[arg(long, value_name = "FILE")]
     wasm: Option<PathBuf>,
+    /// Write the JSON here as well.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
 }
@@ -62,16 +69,20 @@ fn bench(args: &VerticalViBenchArgs) -> Result<Value, String> {
     if args.steps == 0 {
         return Err("--steps must be at least 1".into());
     }
-    let (data, schema, blocks) = match std::fs::read_to_string(cps1988::DATA_PATH) {
-        Ok(csv) => {
-            let (tables, _) =
-                cps1988::load(&csv).map_err(|e| format!("{}: {e}", cps1988::DATA_PATH))?;
-            ("CPS1988", cps1988::schema(), tables.into_iter().map(|t| t.block).collect())
-        }
-        Err(_) => {
-            let g = adult_like(30_162, 1);
-            ("generated Adult-like (N = 30162)", g.schema, g.blocks)
-        }
+    let default = Path::new(cps1988::DATA_PATH);
+    let (data, schema, blocks) = if args.data_file.is_some() || default.exists() {
+        let (csv, path) =
+            crate::data_file::read(args.data_file.as_deref(), default, "--data-file")?;
+        let (tables, _) = cps1988::load(&csv).map_err(|e| format!("{}: {e}", path.display()))?;
+        ("CPS1988", cps1988::schema(), tables.into_iter().map(|t| t.block).collect())
+    } else {
+        crate::progress::note(format!(
+            "note: {} is absent (scripts/setup.sh writes it; or pass --data-file PATH): timing \
+             the generated Adult-like table instead",
+            default.display()
+        ));
+        let g = adult_like(30_162, 1);
+        ("generated Adult-like (N = 30162)", g.schema, g.blocks)
     };
     let blocks: Vec<_> = blocks;
     if blocks.len() != PARTIES {
@@ -118,7 +129,9 @@ fn bench(args: &VerticalViBenchArgs) -> Result<Value, String> {
             }
         }
     };
-    train(&schema, &blocks, &config, &mut engine, &mut |_| {});
+    let progress = Progress::new("bench vertical-vi: mpc and fixed", "step", args.steps as u64);
+    train(&schema, &blocks, &config, &mut engine, &mut |s| progress.set_position(s.step as u64));
+    progress.finish();
     if let Some(e) = error {
         return Err(e);
     }

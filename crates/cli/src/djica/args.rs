@@ -165,12 +165,10 @@ pub struct DjicaArgs {
     /// accounting instead of --eps-iter; capePCA keeps --eps-pca.
     #[arg(long, value_name = "E", allow_negative_numbers = true)]
     pub target_epsilon: Option<f64>,
-    /// Output directory (result.json, W.csv, V.csv, A.csv, maps.png).
-    #[arg(long, value_name = "DIR", default_value = "djica-out")]
-    pub out: PathBuf,
-    /// No progress bar.
-    #[arg(long)]
-    pub quiet: bool,
+    /// Output directory (result.json, W.csv, V.csv, A.csv, maps.png) [default: a new folder
+    /// cape-out/djica-NNN in the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Real data instead of the generator: one matrix per site (CSV, or `.npy` by extension),
     /// D voxels × N_s time points, subjects of --timepoints columns each; comma-separated. There
     /// is no ground truth, so no q_NGI, A.csv or maps.
@@ -264,8 +262,10 @@ pub struct DjicaSweepArgs {
     /// Runs (seeds --seed, --seed + 1, …) averaged per point.
     #[arg(long, default_value_t = 2)]
     pub runs: u64,
-    #[arg(long, value_name = "DIR", default_value = "figures")]
-    pub out: PathBuf,
+    /// Where the CSV, JSON and figures go [default: a new folder cape-out/djica-sweep-NNN in
+    /// the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// File stem (default djica-<unit>-vs-<axis>).
     #[arg(long)]
     pub name: Option<String>,

@@ -9,32 +9,22 @@ use capelab_core::djica::{
 };
 use capelab_core::fmri::matrix_io::to_csv;
 use capelab_core::rng::Seed;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
-use super::args::{DjicaArgs, DjicaCommon, validate};
+use super::args::{DjicaArgs, DjicaCommon, PcaArg, method_name, validate};
 use super::maps::maps_figure;
 use super::output::result_json;
 use super::pipeline::{project, run_once, used_sites};
 use super::study::{load_study, nifti_study, nifti_subject_files, synthetic_study};
+use crate::outdir::{OutDir, with_out};
+use crate::progress::Progress;
 
 pub(super) fn write(path: &Path, text: String) -> Result<PathBuf, String> {
     std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
     Ok(path.to_path_buf())
 }
 
-pub(super) fn progress_bar(len: u64, quiet: bool) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    ProgressBar::new(len).with_style(
-        ProgressStyle::default_bar()
-            .template("{spinner} iteration {pos}/{len} [{bar:30}] {elapsed} (eta {eta}) {msg}")
-            .expect("a valid template"),
-    )
-}
-
-fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
+fn djica(args: &DjicaArgs, out: &OutDir) -> Result<(Value, Vec<PathBuf>), String> {
     let c = &args.common;
     let method: Method = args.method.into();
     let nifti_files = nifti_subject_files(&args.nifti_site)?;
@@ -49,6 +39,7 @@ fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
         c.clone()
     };
     validate(c, method)?;
+    let phase = Progress::spinner("djica: reading or generating the sites' data");
     let study = if !args.data.is_empty() {
         load_study(&args.data, c.timepoints, args.data_scale)?
     } else if let Some(mask) = args.mask.as_deref().filter(|_| !nifti_files.is_empty()) {
@@ -56,6 +47,7 @@ fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
     } else {
         synthetic_study(c, c.subjects, c.seed)?
     };
+    phase.finish();
     if c.components > study.sites[0].voxels() {
         return Err(format!(
             "--components {} exceeds the data's {} voxels",
@@ -76,8 +68,17 @@ fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
         None => c.clone(),
     };
     let mut noise = CapeZeroSumNoise::ideal(Seed::Fixed(c.seed), releasing);
+    let phase = Progress::spinner(match c.pca {
+        PcaArg::Cape => "djica: capePCA",
+        PcaArg::Nonprivate => "djica: exact PCA",
+    });
     let projected = project(&study, c, method, &mut noise)?;
-    let bar = progress_bar(c.max_iterations as u64, args.quiet);
+    phase.finish();
+    let bar = Progress::new(
+        &format!("djica {}", method_name(method)),
+        "iteration",
+        c.max_iterations as u64,
+    );
     let mut observer = |r: &IterationReport<'_>| {
         bar.set_position(r.iteration as u64);
         if r.iteration.is_multiple_of(10) {
@@ -85,23 +86,22 @@ fn djica(args: &DjicaArgs) -> Result<(Value, Vec<PathBuf>), String> {
         }
     };
     let run = run_once(&study, c, method, c.eps_iter, projected, &mut observer)?;
-    bar.finish_and_clear();
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
+    bar.finish();
     let mut result = result_json(&run, c, &study);
     if let (Some(t), Some(e)) = (target, args.target_epsilon) {
         result["target"] = target_json(e, &t);
     }
     let mut files = vec![write(
-        &args.out.join("result.json"),
+        &out.join("result.json"),
         serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?,
     )?];
     // W (R×R) with sources = W·V_Rᵀ·x: the whitening K = 2Λ^(-1/2)V_Rᵀ lies in span(V_Rᵀ).
     let w_full = &run.unmixing * &run.projected.pca.subspace.v;
-    files.push(write(&args.out.join("W.csv"), to_csv(&w_full))?);
-    files.push(write(&args.out.join("V.csv"), to_csv(&run.projected.pca.subspace.v))?);
+    files.push(write(&out.join("W.csv"), to_csv(&w_full))?);
+    files.push(write(&out.join("V.csv"), to_csv(&run.projected.pca.subspace.v))?);
     if let Some(truth) = &study.truth {
-        files.push(write(&args.out.join("A.csv"), to_csv(truth))?);
-        files.extend(maps_figure(&run, truth, c, &args.out.join("maps"))?);
+        files.push(write(&out.join("A.csv"), to_csv(truth))?);
+        files.extend(maps_figure(&run, truth, c, &out.join("maps"))?);
     }
     Ok((result, files))
 }
@@ -125,14 +125,15 @@ pub(super) fn fmt_opt(v: &Value) -> String {
 }
 
 pub fn run(args: DjicaArgs) -> ExitCode {
-    match djica(&args) {
+    match with_out(args.out.as_deref(), "djica", |out| djica(&args, out)) {
         Ok((v, files)) => {
             let e = &v["overall_epsilon"];
             println!("method                  {}", v["method"].as_str().unwrap_or(""));
             println!("q_NGI                   {}", fmt_opt(&v["q_ngi"]));
             println!("iterations J*           {} (stop: {})", v["iterations"], v["stop"]);
             println!(
-                "overall ε (δ = {:e})    aggregator view {}, full view {} at J*; {} / {} at J_max",
+                "overall ε (δ = {:e})    exact Gaussian composition (= PLD): aggregator view {}, \
+                 full view {} at J*; {} / {} at J_max",
                 REPORT_DELTA,
                 fmt_opt(&e["aggregator_view"]),
                 fmt_opt(&e["full_view"]),

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use capelab_core::djica::accounting::StudyAccount;
 use capelab_core::djica::{CapeZeroSumNoise, Method, REPORT_DELTA};
 use capelab_core::rng::Seed;
-use indicatif::ProgressStyle;
 use serde_json::{Value, json};
 
 use super::args::{
@@ -16,10 +15,12 @@ use super::args::{
 };
 use super::output::parameters_json;
 use super::pipeline::{Run, project, run_once, used_sites};
-use super::run::{fmt_opt, progress_bar, write};
+use super::run::{fmt_opt, write};
 use super::study::synthetic_study;
 use crate::fm::{parse_list, stats};
+use crate::outdir::{OutDir, with_out};
 use crate::plot::{Legend, LineChart, Series};
+use crate::progress::Progress;
 
 /// One (x, method) point: per-run q and ε.
 #[derive(Default)]
@@ -47,7 +48,7 @@ fn threshold(points: &[(f64, f64)], level: f64) -> (Option<f64>, Option<f64>) {
     (Some(x1), Some((x0.ln() + t * (x1.ln() - x0.ln())).exp()))
 }
 
-fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
+fn sweep(args: &DjicaSweepArgs, out: &OutDir) -> Result<(Value, Vec<PathBuf>), String> {
     let c = &args.common;
     let methods = parse_methods(&args.methods)?;
     let unit = c.privacy_unit;
@@ -78,12 +79,7 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
     // x-independent work is shared: the data per (seed, M), the PCA per (seed, M, method), and a
     // non-private run per (seed, M).
     let total_runs = args.runs as usize * xs.len() * methods.len();
-    let bar = progress_bar(total_runs as u64, false);
-    bar.set_style(
-        ProgressStyle::default_bar()
-            .template("{spinner} run {pos}/{len} [{bar:30}] {elapsed} (eta {eta}) {msg}")
-            .expect("a valid template"),
-    );
+    let bar = Progress::new("djica-sweep", "run", total_runs as u64);
     let mut points: BTreeMap<(usize, usize), Point> = BTreeMap::new();
     let subject_values: Vec<usize> = match args.sweep {
         SweepAxis::Epsilon => vec![c.subjects],
@@ -139,7 +135,7 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
             }
         }
     }
-    bar.finish_and_clear();
+    bar.finish();
 
     let axis = match args.sweep {
         SweepAxis::Epsilon => "eps_iter",
@@ -150,10 +146,9 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
         UnitArg::Timepoint => "timepoint",
     };
     let stem = args.name.clone().unwrap_or_else(|| format!("djica-{unit_name}-vs-{axis}"));
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out: {e}"))?;
     let mut csv = format!(
-        "{axis},method,runs,q_mean,q_se,epsilon_full_view,epsilon_aggregator_view,\
-         epsilon_full_view_at_jmax,iterations_mean,pca_mean_principal_cosine\n"
+        "{axis},method,runs,q_mean,q_se,epsilon_full_view_exact,epsilon_aggregator_view_exact,\
+         epsilon_full_view_at_jmax_exact,iterations_mean,pca_mean_principal_cosine\n"
     );
     let mut q_series = vec![];
     let mut eps_series = vec![];
@@ -214,7 +209,7 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
             eps_series.push(es);
         }
     }
-    let csv_path = args.out.join(format!("{stem}.csv"));
+    let csv_path = out.join(format!("{stem}.csv"));
     let mut files = vec![write(&csv_path, csv)?];
     let x_label = match args.sweep {
         SweepAxis::Epsilon => {
@@ -240,12 +235,14 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
         y_range: Some((0.0, 0.5)),
         legend: Legend::UpperRight,
     };
-    files.extend(chart.write(&args.out.join(&stem)).map_err(|e| e.to_string())?);
+    files.extend(chart.write(&out.join(&stem)).map_err(|e| e.to_string())?);
     if !eps_series.is_empty() {
         let chart = LineChart {
-            title: format!("Overall ε at J* (δ = {REPORT_DELTA:e}, exact composition, full view)"),
+            title: format!(
+                "Overall ε at J* (δ = {REPORT_DELTA:e}, full view; exact Gaussian composition = PLD)"
+            ),
             x_label,
-            y_label: "overall ε".into(),
+            y_label: "overall ε (exact Gaussian composition)".into(),
             x_log: true,
             y_log: true,
             series: eps_series,
@@ -253,9 +250,7 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
             legend: Legend::UpperLeft,
         };
         files.extend(
-            chart
-                .write(&args.out.join(format!("{stem}-overall-epsilon")))
-                .map_err(|e| e.to_string())?,
+            chart.write(&out.join(format!("{stem}-overall-epsilon"))).map_err(|e| e.to_string())?,
         );
     }
     // Ratios of the threshold ε_i to CAPE's (spec §9.4 predicts 1 : √S : S).
@@ -270,6 +265,7 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
     }
     let summary = json!({
         "sweep": axis,
+        "epsilon_accountant": "exact Gaussian composition (equal to PLD for these unsampled releases)",
         "privacy_unit": unit_name,
         "threshold_q": args.threshold_q,
         "thresholds": thresholds,
@@ -280,14 +276,14 @@ fn sweep(args: &DjicaSweepArgs) -> Result<(Value, Vec<PathBuf>), String> {
         "rows": rows_json,
     });
     files.push(write(
-        &args.out.join(format!("{stem}.json")),
+        &out.join(format!("{stem}.json")),
         serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?,
     )?);
     Ok((summary, files))
 }
 
 pub fn run_sweep(args: DjicaSweepArgs) -> ExitCode {
-    match sweep(&args) {
+    match with_out(args.out.as_deref(), "djica-sweep", |out| sweep(&args, out)) {
         Ok((summary, files)) => {
             if let Some(t) = summary["thresholds"].as_object() {
                 for (name, v) in t {

@@ -1,5 +1,7 @@
 //! The flags of `cape efpsn` and `cape efpsn-sweep`, and the problem and run they describe.
 
+use std::path::{Path, PathBuf};
+
 use capelab_core::efpsn::basis::BasisSpec;
 use capelab_core::efpsn::epsilon::TheoremInputs;
 use capelab_core::efpsn::graph::{Graph, Topology};
@@ -102,9 +104,10 @@ pub struct EfpsnCommon {
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     pub sensitivity: f64,
     /// A labelled CSV with a `target` column (softmax regression); features divided by
-    /// --feature-bound.
-    #[arg(long, value_name = "CSV", default_value = "data/digits.csv")]
-    pub data: String,
+    /// --feature-bound [default: data/digits.csv in the working directory, which scripts/setup.sh
+    /// writes].
+    #[arg(long, visible_alias = "data-file", value_name = "PATH")]
+    pub data: Option<PathBuf>,
     #[arg(long, value_name = "B", default_value_t = 16.0)]
     pub feature_bound: f64,
     #[arg(long, value_name = "F", default_value_t = 0.2)]
@@ -134,9 +137,14 @@ pub struct EfpsnSweepArgs {
     /// The γ values (the paper's 1e−2 … 1e4 by default).
     #[arg(long, value_name = "LIST", default_value = "0.01,0.1,1,10,100,1000,10000")]
     pub gammas: String,
-    #[arg(long, default_value = "docs/figures")]
-    pub out: std::path::PathBuf,
+    /// Where the CSV and figures go [default: a new folder cape-out/efpsn-sweep-NNN in the
+    /// working directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
+
+/// Where scripts/setup.sh writes scikit-learn's digits.
+pub const DIGITS: &str = "data/digits.csv";
 
 impl EfpsnCommon {
     pub fn topology(&self) -> Topology {
@@ -181,14 +189,10 @@ impl EfpsnCommon {
     pub fn problem(&self) -> Result<(Problem, String), String> {
         match self.model {
             ModelArg::Logistic => {
-                let text = std::fs::read_to_string(&self.data).map_err(|e| {
-                    format!(
-                        "{}: {e} (scripts/setup.sh test writes data/digits.csv from scikit-learn)",
-                        self.data
-                    )
-                })?;
+                let (text, path) =
+                    crate::data_file::read(self.data.as_deref(), Path::new(DIGITS), "--data-file")?;
                 let (data, classes) =
-                    labelled_csv(&text).map_err(|e| format!("{}: {e}", self.data))?;
+                    labelled_csv(&text).map_err(|e| format!("{}: {e}", path.display()))?;
                 let problem = Problem::classification(
                     &data,
                     classes,
@@ -199,9 +203,8 @@ impl EfpsnCommon {
                     self.seed,
                 )
                 .map_err(|e| e.to_string())?;
-                let name = std::path::Path::new(&self.data)
-                    .file_stem()
-                    .map_or("data".into(), |s| s.to_string_lossy().into_owned());
+                let name =
+                    path.file_stem().map_or("data".into(), |s| s.to_string_lossy().into_owned());
                 Ok((problem, format!("{name} (softmax, {classes} classes)")))
             }
             ModelArg::LeastSquares => {

@@ -2,21 +2,24 @@
 //! one agent's released gradient on a single image, the image read back from it, at γ = 0 and
 //! the chosen γ values, for the paper's perturbed variables (the biases) and for all parameters.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use capelab_core::data::parse_csv;
 use capelab_core::efpsn::attack::{Perturbed, Reconstruction, reconstruct};
 use serde_json::json;
 
+use super::args::DIGITS;
 use crate::fm::parse_list;
+use crate::outdir::{OutDir, with_out};
 use crate::plot::{Colours, HeatmapGrid, Tile};
 
 #[derive(clap::Args, Debug)]
 pub struct EfpsnAttackArgs {
-    /// A labelled CSV of square images with a `target` column.
-    #[arg(long, value_name = "CSV", default_value = "data/digits.csv")]
-    pub data: String,
+    /// A labelled CSV of square images with a `target` column [default: data/digits.csv in the
+    /// working directory, which scripts/setup.sh writes].
+    #[arg(long, visible_alias = "data-file", value_name = "PATH")]
+    pub data: Option<PathBuf>,
     /// Which row's image the agent's gradient is computed on.
     #[arg(long, default_value_t = 0)]
     pub row: usize,
@@ -30,20 +33,27 @@ pub struct EfpsnAttackArgs {
     pub degree: usize,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    #[arg(long, default_value = "docs/figures")]
-    pub out: PathBuf,
+    /// Where the figure goes [default: a new folder cape-out/efpsn-attack-NNN in the working
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print one JSON object.
     #[arg(long)]
     pub json: bool,
 }
 
-fn attack(args: &EfpsnAttackArgs) -> Result<(Vec<Reconstruction>, Vec<PathBuf>), String> {
+fn attack(
+    args: &EfpsnAttackArgs,
+    out_dir: &OutDir,
+) -> Result<(Vec<Reconstruction>, Vec<PathBuf>), String> {
     let gammas = parse_list(&args.gammas, "--gammas")?;
     if let Some(g) = gammas.iter().find(|g| g.is_nan() || **g < 0.0) {
         return Err(format!("--gammas: γ = {g} must be ≥ 0 (0: no mask)"));
     }
-    let text = std::fs::read_to_string(&args.data).map_err(|e| format!("{}: {e}", args.data))?;
-    let table = parse_csv(&text).map_err(|e| format!("{}: {e}", args.data))?;
-    let ft = table.features_and_target("target").map_err(|e| format!("{}: {e}", args.data))?;
+    let (text, path) =
+        crate::data_file::read(args.data.as_deref(), Path::new(DIGITS), "--data-file")?;
+    let table = parse_csv(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let ft = table.features_and_target("target").map_err(|e| format!("{}: {e}", path.display()))?;
     let row = ft
         .features
         .get(args.row)
@@ -78,7 +88,6 @@ fn attack(args: &EfpsnAttackArgs) -> Result<(Vec<Reconstruction>, Vec<PathBuf>),
             values: r.image.clone(),
         });
     }
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out: {e}"))?;
     let grid = HeatmapGrid {
         title: "Read back from one released gradient (EFPSN, softmax)".into(),
         tiles,
@@ -87,12 +96,12 @@ fn attack(args: &EfpsnAttackArgs) -> Result<(Vec<Reconstruction>, Vec<PathBuf>),
         colours: Colours::Sequential,
         shared_scale: false,
     };
-    let files = grid.write(&args.out.join("efpsn-reconstruction")).map_err(|e| e.to_string())?;
+    let files = grid.write(&out_dir.join("efpsn-reconstruction")).map_err(|e| e.to_string())?;
     Ok((out, files))
 }
 
 pub fn run(args: EfpsnAttackArgs) -> ExitCode {
-    match attack(&args) {
+    match with_out(args.out.as_deref(), "efpsn-attack", |out| attack(&args, out)) {
         Ok((recs, files)) => {
             if args.json {
                 let v = json!({ "row": args.row, "degree": args.degree, "reconstructions": recs.iter().map(|r| json!({
@@ -102,7 +111,8 @@ pub fn run(args: EfpsnAttackArgs) -> ExitCode {
             } else {
                 println!(
                     "image {} of {}; cosine of the image read from the agent's released gradient:",
-                    args.row, args.data
+                    args.row,
+                    args.data.as_deref().unwrap_or(Path::new(DIGITS)).display()
                 );
                 println!(
                     "  {:<8} {:>10} {:>10} {:>22}",

@@ -9,29 +9,19 @@ use capelab_core::efpsn::problem::Problem;
 use capelab_core::efpsn::sim::{EfpsnSim, Method, RunConfig, RunReport};
 use capelab_core::rng::derive;
 use capelab_paillier::Keypair;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
 use super::args::{EfpsnArgs, EfpsnCommon, MethodArg};
+use crate::progress::Progress;
 
-pub(super) fn bar(len: u64, what: &str) -> ProgressBar {
-    ProgressBar::new(len).with_style(
-        ProgressStyle::default_bar()
-            .template(&format!(
-                "{{spinner}} {what} {{pos}}/{{len}} [{{bar:30}}] {{elapsed}} (eta {{eta}})"
-            ))
-            .expect("a valid template"),
-    )
-}
-
-/// Generates one key pair per agent, in parallel, with a progress bar (seconds each at 2048 bits).
-pub(super) fn generate_keys(c: &EfpsnCommon, quiet: bool) -> Result<(Vec<Keypair>, f64), String> {
+/// Generates one key pair per agent, in parallel, with its progress (seconds each at 2048 bits).
+pub(super) fn generate_keys(c: &EfpsnCommon) -> Result<(Vec<Keypair>, f64), String> {
     let size = c.key_size()?;
-    let progress = if quiet {
-        ProgressBar::hidden()
-    } else {
-        bar(c.agents as u64, &format!("{}-bit Paillier keys", size.bits()))
-    };
+    let progress = Progress::new(
+        &format!("efpsn: {}-bit Paillier keys", size.bits()),
+        "agent",
+        c.agents as u64,
+    );
     let start = Instant::now();
     // One agent per task on the thread pool (`--threads`), each from its own seeded RNG.
     let keys = capelab_core::par::map_indices(c.agents, |i| {
@@ -39,7 +29,7 @@ pub(super) fn generate_keys(c: &EfpsnCommon, quiet: bool) -> Result<(Vec<Keypair
         progress.inc(1);
         k
     });
-    progress.finish_and_clear();
+    progress.finish();
     Ok((keys, start.elapsed().as_secs_f64()))
 }
 
@@ -50,27 +40,37 @@ pub(super) struct Timed {
     pub phase2_seconds: f64,
 }
 
+/// One method's run; `nested`: inside a sweep, whose own progress counts the runs.
 pub(super) fn run_one(
     problem: &Problem,
     config: &RunConfig,
     keys: Option<Vec<Keypair>>,
-    quiet: bool,
+    nested: bool,
 ) -> Result<Timed, String> {
     let mut sim = EfpsnSim::new(problem, config, keys).map_err(|e| e.to_string())?;
+    let method = config.method.name();
     let start = Instant::now();
+    // Only EFPSN and the baseline have a Phase 1 worth watching (the noise-free run has no mask).
+    let phase1 = (!nested && config.method != Method::NoiseFree)
+        .then(|| Progress::spinner(&format!("efpsn, {method}: Phase 1")));
     sim.run_phase1().map_err(|e| format!("Phase 1: {e}"))?;
+    phase1.inspect(Progress::finish);
     let phase1_seconds = start.elapsed().as_secs_f64();
-    let progress = if quiet {
-        ProgressBar::hidden()
-    } else {
-        bar(
+    let progress = (!nested).then(|| {
+        Progress::new(
+            &format!("efpsn, {method} ({})", config.phase2.optimizer.name()),
+            "iteration",
             config.phase2.iterations as u64,
-            &format!("{} {} iteration", config.method.name(), config.phase2.optimizer.name()),
         )
-    };
+    });
     let start = Instant::now();
-    sim.run_phase2(|t| progress.set_position(t as u64)).map_err(|e| format!("Phase 2: {e}"))?;
-    progress.finish_and_clear();
+    sim.run_phase2(|t| {
+        if let Some(p) = &progress {
+            p.set_position(t as u64);
+        }
+    })
+    .map_err(|e| format!("Phase 2: {e}"))?;
+    progress.inspect(Progress::finish);
     Ok(Timed {
         report: sim.report(problem),
         phase1_seconds,
@@ -94,13 +94,13 @@ fn efpsn(args: &EfpsnArgs) -> Result<Value, String> {
     for method in methods {
         let config = c.run_config(&problem, method, c.optimizer(), args.gamma)?;
         let keys = if method == Method::Efpsn {
-            let (keys, seconds) = generate_keys(c, args.json)?;
+            let (keys, seconds) = generate_keys(c)?;
             keygen_seconds = Some(seconds);
             Some(keys)
         } else {
             None
         };
-        let timed = run_one(&problem, &config, keys, args.json)?;
+        let timed = run_one(&problem, &config, keys, false)?;
         runs.push((config, timed));
     }
     let (first, _) = &runs[0];
@@ -121,6 +121,7 @@ fn efpsn(args: &EfpsnArgs) -> Result<Value, String> {
         "x_star_objective": problem.objective(&problem.x_star),
         "x_star_score": problem.score(&problem.x_star),
         "epsilon": {
+            "accountant": "theorem IV.1",
             "theorem": "IV.1 (the paper's claim: asymptotic in P_prec and K_c; spec §D lists its open points)",
             "epsilon": epsilon.epsilon, "delta": epsilon.delta, "q": c.q, "p": c.decay,
             "sensitivity_squared": c.sensitivity, "mu2": epsilon.mu2, "mu_max": epsilon.mu_max,

@@ -8,12 +8,13 @@ use std::process::ExitCode;
 use capelab_core::efpsn::epsilon::theorem_epsilon;
 use capelab_core::efpsn::optimizer::Optimizer;
 use capelab_core::efpsn::sim::Method;
-use indicatif::ProgressBar;
 
 use super::args::{EfpsnSweepArgs, ModelArg};
-use super::run::{bar, generate_keys, run_one};
+use super::run::{generate_keys, run_one};
 use crate::fm::parse_list;
+use crate::outdir::{OutDir, with_out};
 use crate::plot::{Legend, LineChart, Series};
+use crate::progress::Progress;
 
 struct Row {
     gamma: f64,
@@ -21,11 +22,14 @@ struct Row {
     optimizer: Optimizer,
     deviation: f64,
     score: f64,
+    /// Theorem IV.1's ε at this γ (∞ without noise).
     epsilon: f64,
+    /// EFPSN only: whether Σ_i η̄_i was exactly 0; None where no zero-sum mask exists (the
+    /// baseline's independent noise, the noise-free run).
     residual_zero: Option<bool>,
 }
 
-fn sweep(args: &EfpsnSweepArgs) -> Result<Vec<PathBuf>, String> {
+fn sweep(args: &EfpsnSweepArgs, out: &OutDir) -> Result<Vec<PathBuf>, String> {
     let c = &args.common;
     let gammas = parse_list(&args.gammas, "--gammas")?;
     if let Some(g) = gammas.iter().find(|g| g.is_nan() || **g <= 0.0) {
@@ -34,12 +38,13 @@ fn sweep(args: &EfpsnSweepArgs) -> Result<Vec<PathBuf>, String> {
     let (problem, name) = c.problem()?;
     let graph = c.graph()?;
     // Keys do not depend on γ: one set serves every EFPSN run of the sweep.
-    let (keys, _) = generate_keys(c, false)?;
+    let (keys, _) = generate_keys(c)?;
     let optimizers = [Optimizer::Dsgd, Optimizer::Tracking];
     let runs = (gammas.len() * 4 + 2) as u64;
-    let progress: ProgressBar = bar(runs, "run");
+    let progress = Progress::new("efpsn-sweep", "run", runs);
     let mut rows = Vec::new();
     for &optimizer in &optimizers {
+        progress.set_message(format!("noise-free ({})", optimizer.name()));
         let config = c.run_config(&problem, Method::NoiseFree, optimizer, 1.0)?;
         let t = run_one(&problem, &config, None, true)?;
         let last = t.report.last();
@@ -51,7 +56,7 @@ fn sweep(args: &EfpsnSweepArgs) -> Result<Vec<PathBuf>, String> {
                 deviation: last.deviation,
                 score: last.score,
                 epsilon: f64::INFINITY,
-                residual_zero: Some(true),
+                residual_zero: None,
             });
         }
         progress.inc(1);
@@ -61,6 +66,11 @@ fn sweep(args: &EfpsnSweepArgs) -> Result<Vec<PathBuf>, String> {
             theorem_epsilon(&graph, &c.theorem(gamma)).map_err(|e| e.to_string())?.epsilon;
         for method in [Method::Efpsn, Method::Baseline] {
             for &optimizer in &optimizers {
+                progress.set_message(format!(
+                    "{} ({}) at γ = {gamma}",
+                    method.name(),
+                    optimizer.name()
+                ));
                 let config = c.run_config(&problem, method, optimizer, gamma)?;
                 let k = (method == Method::Efpsn).then(|| keys.clone());
                 let t = run_one(&problem, &config, k, true)
@@ -81,13 +91,13 @@ fn sweep(args: &EfpsnSweepArgs) -> Result<Vec<PathBuf>, String> {
             }
         }
     }
-    progress.finish_and_clear();
+    progress.finish();
 
     let stem = format!("efpsn-{}-{}-vs-gamma", c.model_kind().name(), c.topology().name());
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out: {e}"))?;
     let score_col = if c.model == ModelArg::Logistic { "test_accuracy" } else { "test_rmse" };
-    let mut csv =
-        format!("gamma,method,optimizer,deviation,{score_col},epsilon_theorem,zero_sum_exact\n");
+    let mut csv = format!(
+        "gamma,method,optimizer,deviation,{score_col},epsilon_theorem_iv1,zero_sum_exact\n"
+    );
     for r in &rows {
         csv.push_str(&format!(
             "{},{},{},{},{},{},{}\n",
@@ -100,7 +110,7 @@ fn sweep(args: &EfpsnSweepArgs) -> Result<Vec<PathBuf>, String> {
             r.residual_zero.map_or("".into(), |z| z.to_string())
         ));
     }
-    let csv_path = args.out.join(format!("{stem}.csv"));
+    let csv_path = out.join(format!("{stem}.csv"));
     std::fs::write(&csv_path, csv).map_err(|e| format!("writing {}: {e}", csv_path.display()))?;
 
     let series = |value: &dyn Fn(&Row) -> f64| -> Vec<Series> {
@@ -158,12 +168,14 @@ fn sweep(args: &EfpsnSweepArgs) -> Result<Vec<PathBuf>, String> {
     };
     let mut files = vec![csv_path];
     files.extend(
-        deviation.write(&args.out.join(format!("{stem}-deviation"))).map_err(|e| e.to_string())?,
+        deviation.write(&out.join(format!("{stem}-deviation"))).map_err(|e| e.to_string())?,
     );
-    files.extend(score.write(&args.out.join(format!("{stem}-score"))).map_err(|e| e.to_string())?);
+    files.extend(score.write(&out.join(format!("{stem}-score"))).map_err(|e| e.to_string())?);
     Ok(files)
 }
 
 pub fn run_sweep(args: EfpsnSweepArgs) -> ExitCode {
-    crate::exit::files_or_fail(sweep(&args))
+    crate::exit::files_or_fail(with_out(args.out.as_deref(), "efpsn-sweep", |out| {
+        sweep(&args, out)
+    }))
 }

@@ -72,9 +72,13 @@ impl From<CalibrationArg> for Calibration {
 /// Data selection and normalisation, shared by `fm`, `fm-sweep`, `nn` and `nn-sweep`.
 #[derive(clap::Args, Clone, Debug)]
 pub struct DataArgs {
-    /// synthetic, diabetes, breast-cancer, or a path to a CSV file.
+    /// synthetic, diabetes, breast-cancer (read from --data-file), or a path to a CSV file.
     #[arg(long, default_value = "synthetic")]
     pub data: String,
+    /// The CSV of `--data diabetes` or `breast-cancer` [default: DIR/diabetes.csv or
+    /// DIR/breast_cancer.csv, DIR = --data-dir].
+    #[arg(long, value_name = "PATH")]
+    pub data_file: Option<PathBuf>,
     /// Number of features D of the synthetic data (default 20 for fm, 50 for nn).
     #[arg(long = "features", value_name = "D")]
     pub features: Option<usize>,
@@ -218,9 +222,10 @@ pub struct SweepArgs {
     /// Independent runs per point (new data draw or split, new noise).
     #[arg(long, default_value_t = 10)]
     pub runs: u64,
-    /// Output directory for the CSV and figures.
-    #[arg(long, value_name = "DIR", default_value = "figures")]
-    pub out: PathBuf,
+    /// Output directory for the CSV and figures [default: a new folder cape-out/fm-sweep-NNN in
+    /// the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// File name stem (default: fm-MODEL-DATA-vs-AXIS).
     #[arg(long)]
     pub name: Option<String>,

@@ -72,7 +72,9 @@ pub(super) fn metric_chart(
         });
     }
     let (x_label, x_log) = match axis {
-        "epsilon" => ("ε (per site for cape / conv / local)", true),
+        "epsilon" => {
+            ("requested ε, the calibration target (per site for cape / conv / local)", true)
+        }
         "samples" => ("training records N", true),
         _ => ("δ", true),
     };
@@ -171,7 +173,7 @@ pub(super) fn guarantee_chart(
     LineChart {
         title: format!("Guaranteed ε: {title}"),
         x_label: "requested ε".into(),
-        y_label: "ε guaranteed at the target δ".into(),
+        y_label: "ε guaranteed at the target δ (exact Gaussian profile; Laplace: pure ε)".into(),
         x_log: true,
         y_log: true,
         series,

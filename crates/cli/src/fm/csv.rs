@@ -17,7 +17,8 @@ pub fn csv_num(v: Option<f64>) -> String {
 pub(super) fn write_csv(path: &Path, axis: &str, points: &[Point]) -> std::io::Result<()> {
     let mut s = format!(
         "{axis},mechanism,runs,mean,sd,se,median,min,max,train_loss_mean,err_w_mean,\
-         epsilon_guaranteed,delta_guaranteed,epsilon_theorem1,all_trimmed_runs\n"
+         epsilon_guaranteed,delta_guaranteed,epsilon_accountant,epsilon_theorem1_exact,\
+         all_trimmed_runs\n"
     );
     for p in points {
         let cells = [
@@ -34,6 +35,7 @@ pub(super) fn write_csv(path: &Path, axis: &str, points: &[Point]) -> std::io::R
             csv_num(p.err_w_mean),
             csv_num(Some(p.epsilon_guaranteed)),
             csv_num(Some(p.delta_guaranteed)),
+            p.epsilon_accountant.to_string(),
             csv_num(p.epsilon_theorem1),
             p.all_trimmed_runs.to_string(),
         ];

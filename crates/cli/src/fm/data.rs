@@ -30,6 +30,12 @@ pub fn load(
     synthetic_total: Option<usize>,
 ) -> Result<Loaded, String> {
     if args.data == "synthetic" {
+        if let Some(file) = &args.data_file {
+            return Err(format!(
+                "--data-file {}: --data synthetic is generated and reads no file",
+                file.display()
+            ));
+        }
         // Generated records are i.i.d., so the first ones are the training set: exactly N of them.
         let (total, n_train) = match synthetic_total {
             Some(total) => (total, ((1.0 - test_fraction) * total as f64).round() as usize),
@@ -68,19 +74,31 @@ pub fn load(
             normalisation: fitted.description.clone(),
         });
     }
-    let (name, path) = match args.data.as_str() {
-        "diabetes" => ("diabetes".to_string(), args.data_dir.join("diabetes.csv")),
-        "breast-cancer" => ("breast-cancer".to_string(), args.data_dir.join("breast_cancer.csv")),
-        other => (other.to_string(), PathBuf::from(other)),
+    let (name, text, path) = match args.data.as_str() {
+        named @ ("diabetes" | "breast-cancer") => {
+            let file = if named == "diabetes" { "diabetes.csv" } else { "breast_cancer.csv" };
+            let default = args.data_dir.join(file);
+            let (text, path) =
+                crate::data_file::read(args.data_file.as_deref(), &default, "--data-file")?;
+            (named.to_string(), text, path)
+        }
+        other => {
+            if let Some(file) = &args.data_file {
+                return Err(format!(
+                    "--data-file {}: --data {other} already names the file to read",
+                    file.display()
+                ));
+            }
+            let path = PathBuf::from(other);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                format!(
+                    "--data {other}: cannot read it ({e}); use synthetic, diabetes, breast-cancer \
+                     or the path of a CSV file"
+                )
+            })?;
+            (other.to_string(), text, path)
+        }
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        let hint = if matches!(args.data.as_str(), "diabetes" | "breast-cancer") {
-            " (run scripts/setup.sh test, or tools/venv/bin/python scripts/fetch_datasets.py)"
-        } else {
-            ""
-        };
-        format!("--data {}: cannot read {}: {e}{hint}", args.data, path.display())
-    })?;
     let table = parse_csv(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let split = table.features_and_target(&args.target).map_err(|e| format!("--target: {e}"))?;
     let data = Dataset::from_rows(&split.features, &split.target).map_err(|e| e.to_string())?;

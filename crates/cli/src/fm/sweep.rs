@@ -12,7 +12,9 @@ use super::args::{SweepArgs, SweepAxis, config, parse_list};
 use super::charts::{guarantee_chart, metric_chart};
 use super::csv::write_csv;
 use super::data::load;
-use super::output::fail;
+use super::output::{accounting, fail};
+use crate::outdir::{OutDir, with_out};
+use crate::progress::Progress;
 
 /// Summary statistics of one point.
 #[derive(Clone, Debug, Serialize)]
@@ -30,6 +32,8 @@ pub struct Point {
     pub err_w_mean: Option<f64>,
     pub epsilon_guaranteed: f64,
     pub delta_guaranteed: f64,
+    /// How `epsilon_guaranteed` was obtained ([`super::output::accounting`]).
+    pub epsilon_accountant: &'static str,
     /// capeFM only: the exact ε at δ under Theorem 1's view (the guarantee is the full view's).
     pub epsilon_theorem1: Option<f64>,
     pub all_trimmed_runs: usize,
@@ -61,7 +65,7 @@ const EPSILON_GRID: [f64; 9] = [1e-3, 5e-3, 1e-2, 5e-2, 0.1, 0.5, 1.0, 5.0, 10.0
 const SAMPLES_GRID: [f64; 7] = [500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 20_000.0, 30_000.0];
 const DELTA_GRID: [f64; 10] = [1e-6, 5e-6, 1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 1e-2, 5e-2];
 
-fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
+fn sweep(args: &SweepArgs, out: &OutDir) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
     let c = &args.common;
     let model: Model = c.model.into();
     let mechanisms = args
@@ -85,7 +89,9 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
         return Err("--runs must be at least 1".into());
     }
     let mut points = Vec::new();
+    let progress = Progress::new("fm-sweep", "run", (xs.len() as u64) * args.runs);
     for &x in &xs {
+        progress.set_message(format!("x = {x}"));
         let (eps, delta) = match args.sweep {
             SweepAxis::Epsilon => (x, c.delta),
             SweepAxis::Delta => (c.epsilon, x),
@@ -113,6 +119,7 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
                 };
                 per.entry(k).or_default().push((metric, eval, result));
             }
+            progress.inc(1);
         }
         for (k, runs) in per {
             let metrics: Vec<f64> = runs.iter().map(|r| r.0).collect();
@@ -134,6 +141,7 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
                 err_w_mean: (!err_w.is_empty()).then(|| stats(&err_w).0),
                 epsilon_guaranteed: g.epsilon,
                 delta_guaranteed: g.delta,
+                epsilon_accountant: accounting(g.kind),
                 epsilon_theorem1: g.cape.as_ref().map(|v| v.theorem1.epsilon_exact),
                 all_trimmed_runs: runs
                     .iter()
@@ -157,12 +165,13 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
                 err_w_mean: None,
                 epsilon_guaranteed: 0.0,
                 delta_guaranteed: 0.0,
+                epsilon_accountant: "none",
                 epsilon_theorem1: None,
                 all_trimmed_runs: 0,
             });
         }
-        eprintln!("  x = {x}: done ({} mechanisms × {} runs)", mechanisms.len(), args.runs);
     }
+    progress.finish();
     let data_name = match c.data.data.as_str() {
         "synthetic" => format!("synthetic-d{}", c.data.features.unwrap_or(20)),
         other => Path::new(other)
@@ -176,9 +185,7 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
     };
     let stem =
         args.name.clone().unwrap_or_else(|| format!("fm-{}-{data_name}-vs-{axis}", model.name()));
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| format!("--out: cannot create {}: {e}", args.out.display()))?;
-    let csv = args.out.join(format!("{stem}.csv"));
+    let csv = out.join(format!("{stem}.csv"));
     write_csv(&csv, axis, &points).map_err(|e| format!("writing {}: {e}", csv.display()))?;
     let mut files = vec![csv];
     let probe = load(&c.data, model.target_kind(), 0.1, c.seed, None)?;
@@ -200,7 +207,7 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
         if c.strict { ", strict" } else { "" }
     );
     let chart = metric_chart(model, axis, &title, &mechanisms, &points);
-    files.extend(chart.write(&args.out.join(&stem)).map_err(|e| e.to_string())?);
+    files.extend(chart.write(&out.join(&stem)).map_err(|e| e.to_string())?);
     if args.sweep == SweepAxis::Epsilon {
         let short = format!(
             "{} regression, {} (D = {}), δ = {:e}",
@@ -211,23 +218,23 @@ fn sweep(args: &SweepArgs) -> Result<(Vec<Point>, Vec<PathBuf>), String> {
         );
         let chart = guarantee_chart(&short, &mechanisms, &points);
         files.extend(
-            chart.write(&args.out.join(format!("{stem}-guarantee"))).map_err(|e| e.to_string())?,
+            chart.write(&out.join(format!("{stem}-guarantee"))).map_err(|e| e.to_string())?,
         );
     }
     Ok((points, files))
 }
 
 pub fn run_sweep(args: SweepArgs) -> ExitCode {
-    match sweep(&args) {
+    match with_out(args.out.as_deref(), "fm-sweep", |out| sweep(&args, out)) {
         Ok((points, files)) => {
             println!(
-                "{:<8} {:<14} {:>12} {:>12} {:>12}",
+                "{:<8} {:<14} {:>12} {:>12} {:>12}  how ε is known",
                 "x", "mechanism", "mean", "se", "ε guar."
             );
             for p in &points {
                 println!(
-                    "{:<8} {:<14} {:>12.4e} {:>12.2e} {:>12.4}",
-                    p.x, p.mechanism, p.mean, p.se, p.epsilon_guaranteed
+                    "{:<8} {:<14} {:>12.4e} {:>12.2e} {:>12.4}  {}",
+                    p.x, p.mechanism, p.mean, p.se, p.epsilon_guaranteed, p.epsilon_accountant
                 );
             }
             crate::exit::print_written(&files);

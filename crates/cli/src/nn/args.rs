@@ -120,8 +120,10 @@ pub struct NnSweepArgs {
     pub values: Option<String>,
     #[arg(long, default_value_t = 5)]
     pub runs: u64,
-    #[arg(long, value_name = "DIR", default_value = "figures")]
-    pub out: PathBuf,
+    /// Where the CSV and figures go [default: a new folder cape-out/nn-sweep-NNN in the working
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     #[arg(long)]
     pub name: Option<String>,
 }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::args::{NnArgs, NnCommon, config, load_nn};
 use crate::fm::CalibrationArg;
+use crate::progress::Progress;
 
 /// With `--target-epsilon`: the settings that meet it (ε per iteration, analytic calibration).
 fn for_target(args: &NnArgs) -> Result<NnCommon, String> {
@@ -36,9 +37,15 @@ fn report(args: &NnArgs) -> Result<Value, String> {
     let c = &for_target(args)?;
     let data = load_nn(c, c.seed)?;
     let cfg = config(c, args.mechanism.into(), c.epsilon, c.seed);
+    let progress = Progress::spinner(&format!(
+        "nn: training ({}, then the non-private reference), {} iterations",
+        cfg.mechanism.name(),
+        c.iterations
+    ));
     let r = train(&cfg, &data.train, &data.test).map_err(|e| e.to_string())?;
     let np = train(&config(c, NnMechanism::NonPrivate, c.epsilon, c.seed), &data.train, &data.test)
         .map_err(|e| e.to_string())?;
+    progress.finish();
     let mut warnings = vec![];
     if let Some(w) = &data.normalisation.warning {
         warnings.push(w.clone());
@@ -65,6 +72,7 @@ fn report(args: &NnArgs) -> Result<Value, String> {
         "train_loss": r.train_loss,
         "nonprivate_accuracy": np.test_accuracy,
         "epsilon_overall": r.privacy.as_ref().map(|p| p.epsilon),
+        "epsilon_overall_accountant": r.privacy.as_ref().map(|_| "exact_gaussian_composition"),
         "epsilon_overall_view": r.privacy.as_ref().map(|p| p.guarantee_view.clone()),
         "privacy": r.privacy,
         "site_noise_sd": r.site_noise_sd,
@@ -110,7 +118,8 @@ fn human(v: &Value) -> String {
             line(
                 "overall ε",
                 format!(
-                    "{:.3} exact, {:.3} RDP (standard), {:.3} RDP (improved): {} (c_S = {:.4})",
+                    "{:.3} exact Gaussian composition (= PLD), {:.3} RDP (standard), {:.3} RDP \
+                     (improved): {} (c_S = {:.4})",
                     view["epsilon_exact"].as_f64().unwrap_or(f64::NAN),
                     view["epsilon_rdp"].as_f64().unwrap_or(f64::NAN),
                     view["epsilon_rdp_improved"].as_f64().unwrap_or(f64::NAN),

@@ -8,9 +8,11 @@ use capelab_core::nn::{NnMechanism, NnReport, train};
 
 use super::args::{NnSweepArgs, NnSweepAxis, config, load_nn};
 use crate::fm::{parse_list, stats};
+use crate::outdir::{OutDir, with_out};
 use crate::plot::{Legend, LineChart, Series};
+use crate::progress::Progress;
 
-fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
+fn sweep(args: &NnSweepArgs, out: &OutDir) -> Result<Vec<PathBuf>, String> {
     let c = &args.common;
     let xs = match &args.values {
         Some(v) => parse_list(v, "--values")?,
@@ -20,7 +22,10 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
         },
     };
     let mut rows: Vec<(f64, NnMechanism, Vec<NnReport>)> = vec![];
+    let progress =
+        Progress::new("nn-sweep", "run", (xs.len() * NnMechanism::ALL.len()) as u64 * args.runs);
     for &x in &xs {
+        progress.set_message(format!("x = {x}"));
         let mut common = c.clone();
         let eps = match args.sweep {
             NnSweepAxis::Epsilon => x,
@@ -38,13 +43,14 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
                 let rep = train(&cfg, &data.train, &data.test)
                     .map_err(|e| format!("{} at x = {x}: {e}", m.name()))?;
                 per.entry(k).or_default().push(rep);
+                progress.inc(1);
             }
         }
         for (k, reps) in per {
             rows.push((x, NnMechanism::ALL[k], reps));
         }
-        eprintln!("  x = {x}: done");
     }
+    progress.finish();
     let axis = match args.sweep {
         NnSweepAxis::Epsilon => "epsilon",
         NnSweepAxis::Samples => "samples",
@@ -57,7 +63,6 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
         };
         format!("nn-{data}-vs-{axis}")
     });
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out: {e}"))?;
     let mut csv = format!(
         "{axis},mechanism,runs,test_accuracy_mean,test_accuracy_se,train_accuracy_mean,\
          epsilon_overall_exact,epsilon_overall_rdp,view\n"
@@ -112,7 +117,7 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
             }
         }
     }
-    let csv_path = args.out.join(format!("{stem}.csv"));
+    let csv_path = out.join(format!("{stem}.csv"));
     std::fs::write(&csv_path, csv).map_err(|e| format!("writing {}: {e}", csv_path.display()))?;
     let probe = load_nn(c, c.seed)?;
     let title = format!(
@@ -138,7 +143,7 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
         legend: Legend::LowerRight,
     };
     let mut files = vec![csv_path];
-    files.extend(chart.write(&args.out.join(&stem)).map_err(|e| e.to_string())?);
+    files.extend(chart.write(&out.join(&stem)).map_err(|e| e.to_string())?);
     if args.sweep == NnSweepAxis::Epsilon {
         let mut series: Vec<Series> = eps_series.into_values().collect();
         series.push(Series {
@@ -149,11 +154,12 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
         });
         let chart = LineChart {
             title: format!(
-                "Overall ε of all {} iterations (exact; ε = 0 not drawn), δ = {}",
+                "Overall ε of all {} iterations (exact Gaussian composition = PLD; ε = 0 not \
+                 drawn), δ = {}",
                 c.iterations, c.delta
             ),
             x_label: "ε per iteration".into(),
-            y_label: "overall ε".into(),
+            y_label: "overall ε (exact Gaussian composition)".into(),
             x_log: true,
             y_log: true,
             series,
@@ -161,14 +167,12 @@ fn sweep(args: &NnSweepArgs) -> Result<Vec<PathBuf>, String> {
             legend: Legend::UpperLeft,
         };
         files.extend(
-            chart
-                .write(&args.out.join(format!("{stem}-overall-epsilon")))
-                .map_err(|e| e.to_string())?,
+            chart.write(&out.join(format!("{stem}-overall-epsilon"))).map_err(|e| e.to_string())?,
         );
     }
     Ok(files)
 }
 
 pub fn run_sweep(args: NnSweepArgs) -> ExitCode {
-    crate::exit::files_or_fail(sweep(&args))
+    crate::exit::files_or_fail(with_out(args.out.as_deref(), "nn-sweep", |out| sweep(&args, out)))
 }

@@ -1,8 +1,11 @@
 //! The flags of `cape vertical-vi` and `cape vertical-vi-sweep` (the shared ones in
 //! [`VviCommon`]), and the data and run they describe.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use capelab_core::accountant::pld::{
+    Calibration, DEFAULT_INTERVAL, calibrate_noise_multiplier, calibrate_noise_multiplier_rdp,
+};
 use capelab_core::rng::Seed;
 use capelab_vertical_vi::cps1988;
 use capelab_vertical_vi::model::Sampling;
@@ -46,10 +49,15 @@ pub enum SamplingArg {
 /// The flags both commands share: the data, the model and the DP-SGD run.
 #[derive(clap::Args, Debug)]
 pub struct VviCommon {
-    /// `cps1988` (data/cps1988.csv, the default two-party split), `synthetic` (the generated
-    /// Adult-like table) or one CSV of columns per party, in schema order (with --schema).
+    /// `cps1988` (CPS1988's default two-party split, read from --data-file), `synthetic` (the
+    /// generated Adult-like table) or one CSV of columns per party, in schema order (with
+    /// --schema).
     #[arg(long, value_name = "DATA", num_args = 1.., default_value = "cps1988")]
     pub data: Vec<String>,
+    /// CPS1988's CSV for `--data cps1988` [default: data/cps1988.csv in the working directory,
+    /// which scripts/setup.sh writes].
+    #[arg(long, value_name = "PATH")]
+    pub data_file: Option<PathBuf>,
     /// The public schema as JSON (needed with party CSV files).
     #[arg(long, value_name = "FILE")]
     pub schema: Option<PathBuf>,
@@ -102,6 +110,10 @@ pub struct VerticalViArgs {
     /// σ, the noise multiplier (noise std C·σ); 0 turns the noise off (not private).
     #[arg(long, value_name = "S", default_value_t = 2.042)]
     pub sigma: f64,
+    /// Calibrate σ instead: the smallest σ for which the outside analyst's ε (add/remove, at
+    /// --delta, over the T steps at q = B/N) is at most E by the PLD accountant.
+    #[arg(long, value_name = "E", conflicts_with = "sigma", allow_negative_numbers = true)]
+    pub target_epsilon: Option<f64>,
     /// Write a synthetic twin sampled from the released posterior here (CSV, all columns).
     #[arg(long, value_name = "FILE.csv")]
     pub synthetic_out: Option<PathBuf>,
@@ -140,9 +152,23 @@ pub struct VerticalViSweepArgs {
     /// Runs per (ε, mode), each with its own seed; the figure shows their mean.
     #[arg(long, value_name = "R", default_value_t = 1)]
     pub repeats: usize,
-    /// Where the CSV and the figures go.
-    #[arg(long, default_value = "docs/figures")]
-    pub out: PathBuf,
+    /// Where the CSV and the figures go [default: a new folder
+    /// cape-out/vertical-vi-sweep-NNN in the working directory].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// σ calibrated for a target ε of the outside analyst, and what RDP would have needed.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct SigmaCalibration {
+    pub target_epsilon: f64,
+    /// "pld": the accountant σ was calibrated with.
+    pub accountant: &'static str,
+    pub sigma: f64,
+    /// The analyst's ε by PLD at that σ (≤ the target).
+    pub epsilon_pld: f64,
+    /// The σ RDP (Balle et al. 2020 conversion) would need for the same target.
+    pub sigma_rdp: Option<f64>,
 }
 
 /// The loaded data: train and test blocks over one schema.
@@ -168,13 +194,24 @@ impl VviCommon {
     }
 
     pub fn load(&self) -> Result<Data, String> {
-        let data = match self.data.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+        let names = self.data.iter().map(String::as_str).collect::<Vec<_>>();
+        if let (Some(file), false) = (&self.data_file, names[..] == ["cps1988"]) {
+            return Err(format!(
+                "--data-file {}: names CPS1988's CSV, for --data cps1988 (--data {} reads {})",
+                file.display(),
+                names.join(" "),
+                if names[..] == ["synthetic"] { "no file" } else { "the files it names" }
+            ));
+        }
+        let data = match names[..] {
             ["cps1988"] => {
-                let path = cps1988::DATA_PATH;
-                let csv = std::fs::read_to_string(path).map_err(|e| {
-                    format!("{path}: {e} (scripts/setup.sh test writes it; run from the repository root)")
-                })?;
-                let (tables, _) = cps1988::load(&csv).map_err(|e| format!("{path}: {e}"))?;
+                let (csv, path) = crate::data_file::read(
+                    self.data_file.as_deref(),
+                    Path::new(cps1988::DATA_PATH),
+                    "--data-file",
+                )?;
+                let (tables, _) =
+                    cps1988::load(&csv).map_err(|e| format!("{}: {e}", path.display()))?;
                 let blocks: Vec<PartyBlock> = tables.into_iter().map(|t| t.block).collect();
                 let (train, test) = split_blocks(&blocks, &cps1988::split(blocks[0].rows));
                 Data {
@@ -243,6 +280,41 @@ impl VviCommon {
             ));
         }
         Ok(data)
+    }
+
+    /// The smallest σ whose outside-analyst ε (Poisson at q = B/N, add/remove, T steps, --delta)
+    /// is at most `epsilon` by PLD, as every run's privacy table computes it; and RDP's σ beside.
+    pub fn calibrate_sigma(
+        &self,
+        epsilon: f64,
+        records: usize,
+        flag: &str,
+    ) -> Result<SigmaCalibration, String> {
+        if !(epsilon.is_finite() && epsilon > 0.0) {
+            return Err(format!("{flag} {epsilon}: ε must be positive and finite"));
+        }
+        if self.batch == 0 || self.batch > records {
+            return Err(format!(
+                "--batch {}: need 1 ≤ B ≤ N = {records} training rows",
+                self.batch
+            ));
+        }
+        let rate = self.batch as f64 / records as f64;
+        let steps = self.steps as u64;
+        let progress =
+            crate::progress::Progress::spinner(&format!("calibrating σ for ε = {epsilon} by PLD"));
+        let pld: Calibration =
+            calibrate_noise_multiplier(epsilon, self.delta, steps, rate, DEFAULT_INTERVAL)
+                .map_err(|e| format!("{flag} {epsilon}: {e}"))?;
+        let rdp = calibrate_noise_multiplier_rdp(epsilon, self.delta, steps, rate).ok();
+        progress.finish();
+        Ok(SigmaCalibration {
+            target_epsilon: epsilon,
+            accountant: "pld",
+            sigma: pld.noise_multiplier,
+            epsilon_pld: pld.epsilon,
+            sigma_rdp: rdp.map(|r| r.noise_multiplier),
+        })
     }
 
     /// The run of `mode` at noise multiplier `sigma` on N = `records` training rows.

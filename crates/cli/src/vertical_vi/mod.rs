@@ -2,6 +2,12 @@
 //! process, in one of four modes (real MPC, its fixed-point simulation, plain f64, or the
 //! non-partitioned baseline): test NLL per epoch, ε per player, time and bytes per step, and a
 //! synthetic twin and its report; `cape vertical-vi-sweep`: test NLL against ε for the modes.
+//!
+//! Each viewer's ε is the tighter of RDP and PLD (what a ledger charges) and says which one it is
+//! (`epsilon_accountant` in the JSON, "(PLD; RDP …)" in the text). `--target-epsilon` calibrates σ
+//! by PLD for the outside analyst, as the sweep does per ε; the JSON's `sigma_calibration` keeps
+//! the target and the σ RDP would have needed. The JSON keeps the keys the dashboard's baseline
+//! loader reads (`web/src/study_view/vvi_baseline.rs`).
 
 mod args;
 mod report;
@@ -10,11 +16,12 @@ mod sweep;
 use std::process::ExitCode;
 
 use capelab_vertical_vi::model::twin::{decode, join};
-use capelab_vertical_vi::modes::{Mode, Progress, RunResult, run as run_modes};
+use capelab_vertical_vi::modes::{Mode, Progress as ModeProgress, RunResult, run as run_modes};
 use capelab_vertical_vi::privacy::Adjacency;
 use capelab_vertical_vi::report::Report;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
+
+use crate::progress::Progress;
 
 pub use args::{VerticalViArgs, VerticalViSweepArgs};
 pub use sweep::run as run_sweep;
@@ -26,30 +33,39 @@ fn twin_csv(result: &RunResult, rows: usize, args: &VerticalViArgs) -> String {
     join(&decode(&result.posterior.model.schema, &blocks)).to_csv()
 }
 
+/// Which accountant gave a guarantee's ε (the tighter of the two, as a ledger charges).
+fn accountant_of(e: &capelab_vertical_vi::privacy::Epsilons) -> &'static str {
+    if e.pld <= e.rdp.epsilon { "pld" } else { "rdp" }
+}
+
+/// "PLD" or "RDP", for people.
+fn accountant_name(key: &str) -> &'static str {
+    match key {
+        "pld" => "PLD",
+        "rdp" => "RDP",
+        _ => "?",
+    }
+}
+
 /// The run's JSON, and its synthetic-data report when asked for.
 fn vertical_vi(args: &VerticalViArgs) -> Result<(Value, Option<Report>), String> {
     let c = &args.common;
     let data = c.load()?;
     let records = data.train[0].rows;
-    let config = c.run_config(args.mode.mode(), args.sigma, records)?;
+    let calibration = args
+        .target_epsilon
+        .map(|e| c.calibrate_sigma(e, records, "--target-epsilon"))
+        .transpose()?;
+    let sigma = calibration.map_or(args.sigma, |k| k.sigma);
+    let config = c.run_config(args.mode.mode(), sigma, records)?;
     let wants_report = args.report || args.report_out.is_some();
     let target = data.target(c.target.as_deref());
     if wants_report {
         report::check_target(&data, target.as_ref())?;
     }
-    let progress = if args.json {
-        ProgressBar::hidden()
-    } else {
-        ProgressBar::new(config.steps as u64).with_style(
-            ProgressStyle::default_bar()
-                .template(&format!(
-                    "{{spinner}} {} step {{pos}}/{{len}} [{{bar:30}}] {{elapsed}} (eta {{eta}}) {{msg}}",
-                    config.mode.name()
-                ))
-                .expect("a valid template"),
-        )
-    };
-    let mut on = |p: &Progress| {
+    let progress =
+        Progress::new(&format!("vertical-vi {}", config.mode.name()), "step", config.steps as u64);
+    let mut on = |p: &ModeProgress| {
         progress.set_position(p.step as u64);
         if let Some(e) = p.eval {
             progress.set_message(format!("test NLL {:.4}", e.test_nll));
@@ -57,7 +73,7 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<(Value, Option<Report>), String>
     };
     let result = run_modes(&data.schema, &data.train, &data.test, &config, &mut on)
         .map_err(|e| e.to_string())?;
-    progress.finish_and_clear();
+    progress.finish();
     let synthetic = match &args.synthetic_out {
         Some(path) => {
             let rows = args.rows.unwrap_or(records);
@@ -105,6 +121,7 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<(Value, Option<Report>), String>
                 "approximate": g.approximate,
                 "delta": g.delta,
                 "epsilon": g.epsilon.best(),
+                "epsilon_accountant": accountant_of(&g.epsilon),
                 "epsilon_rdp": g.epsilon.rdp.epsilon,
                 "epsilon_pld": g.epsilon.pld,
             })
@@ -121,6 +138,7 @@ fn vertical_vi(args: &VerticalViArgs) -> Result<(Value, Option<Report>), String>
         "components": config.components,
         "gradient_dimension": data.schema.zeta_gradient_len(config.components),
         "sigma": config.sigma,
+        "sigma_calibration": calibration,
         "clip": config.clip,
         "sampling": config.sampling,
         "batch": c.batch,
@@ -172,11 +190,27 @@ fn print_human(args: &VerticalViArgs, v: &Value) {
         v["test_records"],
         parties.join(", ")
     );
+    let calibrated = v["sigma_calibration"].as_object();
+    let sigma = match (calibrated, v["sigma"].as_f64()) {
+        (Some(_), Some(s)) => format!("{s:.4}"),
+        _ => v["sigma"].to_string(),
+    };
+    if let Some(k) = calibrated {
+        let sigma = k["sigma"].as_f64().unwrap_or(f64::NAN);
+        let rdp = k["sigma_rdp"].as_f64().map_or(String::new(), |r| {
+            format!("; RDP would need σ = {r:.4}, {:.1}% more noise", 100.0 * (r / sigma - 1.0))
+        });
+        println!(
+            "  σ = {sigma:.4} calibrated by PLD for ε ≤ {} (outside analyst, add/remove, δ = {:e}){rdp}",
+            k["target_epsilon"].as_f64().unwrap_or(f64::NAN),
+            c.delta
+        );
+    }
     println!(
         "  K = {}, D = {}, σ = {}, C = {}, B = {} ({}), T = {}, lr = {}, {}",
         v["components"],
         v["gradient_dimension"],
-        args.sigma,
+        sigma,
         c.clip,
         c.batch,
         match c.sampling {
@@ -224,9 +258,15 @@ fn print_human(args: &VerticalViArgs, v: &Value) {
             Ok(Adjacency::AddRemove) => "add/remove",
             _ => "replace-one",
         };
+        let by = g["epsilon_accountant"].as_str().unwrap_or("");
+        let other = if by == "pld" { ("RDP", "epsilon_rdp") } else { ("PLD", "epsilon_pld") };
         println!(
-            "  ε = {:>10.4} at δ = {:e} for {} ({adj}; z = {:.4}, Q = {:.3e}, {} compositions{})",
+            "  ε = {:>10.4} ({}; {} {:.4}) at δ = {:e} for {} ({adj}; z = {:.4}, Q = {:.3e}, {} \
+             compositions{})",
             g["epsilon"].as_f64().unwrap_or(f64::NAN),
+            accountant_name(by),
+            other.0,
+            g[other.1].as_f64().unwrap_or(f64::NAN),
             g["delta"].as_f64().unwrap_or(f64::NAN),
             g["viewer"].as_str().unwrap_or(""),
             g["noise_multiplier"].as_f64().unwrap_or(f64::NAN),
@@ -238,9 +278,9 @@ fn print_human(args: &VerticalViArgs, v: &Value) {
     let r = &v["privacy_replace_one_fixed_batches"];
     if let Some(eps) = r["epsilon"]["epsilon"].as_f64() {
         println!(
-            "  ε = {eps:>10.4} at δ = {:e} for outside analyst (replace-one, the paper's own \
-             adjacency, with these fixed batches drawn without replacement; RDP, z = σ/2 = {:.4}; \
-             no PLD exists for it)",
+            "  ε = {eps:>10.4} (RDP; no PLD exists for it) at δ = {:e} for outside analyst \
+             (replace-one, the paper's own adjacency, with these fixed batches drawn without \
+             replacement; z = σ/2 = {:.4})",
             r["delta"].as_f64().unwrap_or(f64::NAN),
             r["noise_multiplier"].as_f64().unwrap_or(f64::NAN)
         );

@@ -4,9 +4,13 @@
 //! For each target ε the noise multiplier σ is the smallest the PLD accountant allows (Poisson
 //! sampling at q = B/N_train, add/remove, T steps, δ = --delta); every mode then runs at that σ
 //! with the same data, model and seeds, so the modes differ only in how the noisy clipped sum is
-//! computed. The ε in the CSV is the one each run's privacy table reports for the outside analyst
-//! (add/remove), which is at most the target. Noise-free runs (σ = 0, still clipped) of the
-//! cheap modes give the reference line a private run approaches as ε grows.
+//! computed. The CSV gives each run's outside-analyst ε (add/remove) from its privacy table by
+//! both accountants, `epsilon_analyst_pld` (at most the target) and `epsilon_analyst_rdp`; the
+//! figures' ε axis is the PLD target. Noise-free runs (σ = 0, still clipped) of the cheap modes
+//! give the reference line a private run approaches as ε grows.
+//!
+//! Files go to --out, by default a new folder `cape-out/vertical-vi-sweep-NNN`: the committed
+//! figures in docs/figures change only with `--out docs/figures`.
 //!
 //! Every run's seed (from --seed, else drawn from the OS) is written to the CSV so that any point
 //! reproduces: a sweep is an experiment about the method, not a private release of its posteriors.
@@ -14,16 +18,16 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use capelab_core::accountant::pld::{DEFAULT_INTERVAL, calibrate_noise_multiplier};
 use capelab_core::rng::{Seed, derive};
 use capelab_vertical_vi::modes::{Mode, run as run_mode};
 use capelab_vertical_vi::privacy::{Adjacency, Viewer};
-use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
 
 use super::args::VerticalViSweepArgs;
 use super::report::{check_target, synthetic_report};
+use crate::outdir::{OutDir, with_out};
 use crate::plot::{Legend, LineChart, Series};
+use crate::progress::Progress;
 
 struct Row {
     /// None: the noise-free reference.
@@ -32,7 +36,8 @@ struct Row {
     mode: Mode,
     repeat: usize,
     seed: u64,
-    epsilon: Option<f64>,
+    /// The outside analyst's ε (add/remove) from the run's privacy table: (PLD, RDP).
+    epsilon: Option<(f64, f64)>,
     test_nll: f64,
     mean_tv: f64,
     max_tv: f64,
@@ -64,19 +69,16 @@ fn seeds(args: &VerticalViSweepArgs) -> Vec<u64> {
         .collect()
 }
 
-fn sweep(args: &VerticalViSweepArgs) -> Result<Vec<PathBuf>, String> {
-    check(args)?;
+fn sweep(args: &VerticalViSweepArgs, out: &OutDir) -> Result<Vec<PathBuf>, String> {
     let c = &args.common;
     let data = c.load()?;
     let records = data.train[0].rows;
     let target = data.target(c.target.as_deref());
     check_target(&data, target.as_ref())?;
-    let rate = c.batch as f64 / records as f64;
     let mut sigmas = Vec::new();
     for &eps in &args.epsilons {
-        let z = calibrate_noise_multiplier(eps, c.delta, c.steps as u64, rate, DEFAULT_INTERVAL)
-            .map_err(|e| format!("--epsilons {eps}: {e}"))?;
-        sigmas.push((Some(eps), z.noise_multiplier));
+        let z = c.calibrate_sigma(eps, records, "--epsilons")?;
+        sigmas.push((Some(eps), z.sigma));
     }
     let modes: Vec<Mode> = args.modes.iter().map(|m| m.mode()).collect();
     // The noise-free reference of the modes that cost little (mpc is fixed's numerics to 2^−20).
@@ -89,11 +91,7 @@ fn sweep(args: &VerticalViSweepArgs) -> Result<Vec<PathBuf>, String> {
     plan.extend(reference.iter().map(|&m| (None, 0.0, m)));
 
     let total = (plan.len() * seeds.len() * c.steps) as u64;
-    let progress = ProgressBar::new(total).with_style(
-        ProgressStyle::default_bar()
-            .template("{spinner} step {pos}/{len} [{bar:30}] {elapsed} (eta {eta}) {msg}")
-            .expect("a valid template"),
-    );
+    let progress = Progress::new("vertical-vi-sweep", "step", total);
     let mut rows = Vec::new();
     let mut done = 0u64;
     for &(eps, sigma, mode) in &plan {
@@ -110,7 +108,7 @@ fn sweep(args: &VerticalViSweepArgs) -> Result<Vec<PathBuf>, String> {
             done += c.steps as u64;
             let epsilon = result.privacy.iter().flatten().find_map(|g| {
                 (g.viewer == Viewer::Analyst && g.adjacency == Adjacency::AddRemove)
-                    .then(|| g.epsilon.best())
+                    .then_some((g.epsilon.pld, g.epsilon.rdp.epsilon))
             });
             let report = synthetic_report(
                 &data,
@@ -135,25 +133,26 @@ fn sweep(args: &VerticalViSweepArgs) -> Result<Vec<PathBuf>, String> {
             });
         }
     }
-    progress.finish_and_clear();
-    write(args, &data.name, &modes, &rows)
+    progress.finish();
+    write(args, out, &data.name, &modes, &rows)
 }
 
 fn csv(rows: &[Row]) -> String {
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     let mut out = String::from(
-        "epsilon_target,sigma,mode,repeat,seed,epsilon_analyst,test_nll,mean_tv,max_tv,\
-         tstr_accuracy,trtr_accuracy,train_seconds\n",
+        "epsilon_target_pld,sigma,mode,repeat,seed,epsilon_analyst_pld,epsilon_analyst_rdp,\
+         test_nll,mean_tv,max_tv,tstr_accuracy,trtr_accuracy,train_seconds\n",
     );
     for r in rows {
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             opt(r.target),
             r.sigma,
             r.mode.name(),
             r.repeat,
             r.seed,
-            opt(r.epsilon),
+            opt(r.epsilon.map(|e| e.0)),
+            opt(r.epsilon.map(|e| e.1)),
             r.test_nll,
             r.mean_tv,
             r.max_tv,
@@ -223,14 +222,14 @@ fn series(modes: &[Mode], rows: &[Row], value: &dyn Fn(&Row) -> Option<f64>) -> 
 
 fn write(
     args: &VerticalViSweepArgs,
+    out: &OutDir,
     data: &str,
     modes: &[Mode],
     rows: &[Row],
 ) -> Result<Vec<PathBuf>, String> {
     let c = &args.common;
     let stem = format!("vertical-vi-{}-vs-epsilon", slug(data));
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("--out {}: {e}", args.out.display()))?;
-    let csv_path = args.out.join(format!("{stem}.csv"));
+    let csv_path = out.join(format!("{stem}.csv"));
     std::fs::write(&csv_path, csv(rows))
         .map_err(|e| format!("writing {}: {e}", csv_path.display()))?;
     let title = format!(
@@ -239,7 +238,7 @@ fn write(
     );
     let nll = LineChart {
         title: title.clone(),
-        x_label: "ε (outside analyst, add/remove)".into(),
+        x_label: X_LABEL.into(),
         y_label: "test NLL per record (nats)".into(),
         x_log: true,
         y_log: false,
@@ -249,7 +248,7 @@ fn write(
     };
     let tv = LineChart {
         title,
-        x_label: "ε (outside analyst, add/remove)".into(),
+        x_label: X_LABEL.into(),
         y_label: "largest per-column TV, twin vs real test".into(),
         x_log: true,
         y_log: false,
@@ -258,10 +257,13 @@ fn write(
         legend: Legend::UpperRight,
     };
     let mut files = vec![csv_path];
-    files.extend(nll.write(&args.out.join(format!("{stem}-nll"))).map_err(|e| e.to_string())?);
-    files.extend(tv.write(&args.out.join(format!("{stem}-tv"))).map_err(|e| e.to_string())?);
+    files.extend(nll.write(&out.join(format!("{stem}-nll"))).map_err(|e| e.to_string())?);
+    files.extend(tv.write(&out.join(format!("{stem}-tv"))).map_err(|e| e.to_string())?);
     Ok(files)
 }
+
+/// The figures' ε axis: the target every run's σ was calibrated to, and by which accountant.
+const X_LABEL: &str = "ε of the outside analyst (add/remove; PLD accountant, σ calibrated per ε)";
 
 /// "CPS1988" → "cps1988"; anything else to lowercase letters, digits and dashes.
 fn slug(name: &str) -> String {
@@ -273,5 +275,7 @@ fn slug(name: &str) -> String {
 }
 
 pub fn run(args: VerticalViSweepArgs) -> ExitCode {
-    crate::exit::files_or_fail(sweep(&args))
+    let result = check(&args)
+        .and_then(|()| with_out(args.out.as_deref(), "vertical-vi-sweep", |out| sweep(&args, out)));
+    crate::exit::files_or_fail(result)
 }

@@ -104,6 +104,80 @@ impl SiteData {
     }
 }
 
+/// A site's samples as capePCA reads them (spec §4): X_sᵀ, N_s×D column-major (each voxel's time
+/// course contiguous), and its subjects' lengths. [`SiteData`] owns them; [`SiteView`] borrows
+/// them, so a caller that already holds the data in that layout (the Python package: a C-order
+/// (D, N_s) numpy array) runs capePCA without copying them.
+pub trait SiteSamples: Sync {
+    /// X_sᵀ as N_s·D values, column-major.
+    fn xt_values(&self) -> &[f64];
+    /// N_s.
+    fn sample_count(&self) -> usize;
+    /// D.
+    fn voxel_count(&self) -> usize;
+    /// max_m N_m.
+    fn longest_subject(&self) -> usize;
+}
+
+impl SiteSamples for SiteData {
+    fn xt_values(&self) -> &[f64] {
+        self.xt.as_slice()
+    }
+    fn sample_count(&self) -> usize {
+        self.samples()
+    }
+    fn voxel_count(&self) -> usize {
+        self.voxels()
+    }
+    fn longest_subject(&self) -> usize {
+        self.max_subject_len()
+    }
+}
+
+/// A site's data borrowed from elsewhere: X_sᵀ (N_s×D, column-major) and its subjects' lengths,
+/// checked as [`SiteData::from_transposed`] checks them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SiteView<'a> {
+    xt: &'a [f64],
+    samples: usize,
+    voxels: usize,
+    subject_lengths: &'a [usize],
+}
+
+impl<'a> SiteView<'a> {
+    /// `xt` holds N_s·D values, column-major N_s×D; `subject_lengths` must tile the N_s samples.
+    pub fn new(
+        xt: &'a [f64],
+        samples: usize,
+        voxels: usize,
+        subject_lengths: &'a [usize],
+    ) -> Result<Self, FmriError> {
+        SiteData::check(samples, subject_lengths)?;
+        if xt.len() != samples * voxels {
+            return Err(FmriError::Config(format!(
+                "{} values do not make {samples} time points × {voxels} voxels",
+                xt.len()
+            )));
+        }
+        Ok(SiteView { xt, samples, voxels, subject_lengths })
+    }
+}
+
+impl SiteSamples for SiteView<'_> {
+    fn xt_values(&self) -> &[f64] {
+        self.xt
+    }
+    fn sample_count(&self) -> usize {
+        self.samples
+    }
+    fn voxel_count(&self) -> usize {
+        self.voxels
+    }
+    fn longest_subject(&self) -> usize {
+        self.subject_lengths.iter().copied().max().unwrap_or(0)
+    }
+}
+
 /// What went wrong building or loading fMRI data.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum FmriError {

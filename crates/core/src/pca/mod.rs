@@ -27,7 +27,7 @@ pub use subspace::{PcaError, PrincipalSubspace, WHITENING_FLOOR, Whitening};
 
 use crate::djica::calibration::{GaussianLevel, PrivacyUnit};
 use crate::djica::noise::{NoiseScheme, ZeroSumNoise, site_noise};
-use crate::fmri::SiteData;
+use crate::fmri::SiteSamples;
 use crate::rng::{CapeRng, Seed};
 use nalgebra::DMatrix;
 use serde::{Deserialize, Serialize};
@@ -99,12 +99,12 @@ pub struct PcaResult {
 /// the multiply-adds of a full product), then it is mirrored. It reads the stored X_sᵀ for both
 /// factors, each voxel's course contiguous (`SiteData::xt`). Sequential, so the result does not
 /// depend on the machine's cores.
-pub fn site_covariance(site: &SiteData) -> DMatrix<f64> {
+pub fn site_covariance(site: &impl SiteSamples) -> DMatrix<f64> {
     use faer::linalg::matmul::triangular::{BlockStructure, matmul};
     use faer::{Accum, MatMut, MatRef, Par};
-    let (n, d) = site.xt.shape();
+    let (n, d) = (site.sample_count(), site.voxel_count());
     let mut c = DMatrix::zeros(d, d);
-    let xt = MatRef::from_column_major_slice(site.xt.as_slice(), n, d);
+    let xt = MatRef::from_column_major_slice(site.xt_values(), n, d);
     matmul(
         MatMut::from_column_major_slice_mut(c.as_mut_slice(), d, d),
         BlockStructure::TriangularLower,
@@ -130,15 +130,15 @@ pub fn site_covariance(site: &SiteData) -> DMatrix<f64> {
 ///
 /// # Panics
 /// If K's columns and the site's voxels disagree (both come from the same study).
-pub fn project(k: &DMatrix<f64>, site: &SiteData) -> DMatrix<f64> {
+pub fn project(k: &DMatrix<f64>, site: &impl SiteSamples) -> DMatrix<f64> {
     use faer::{Accum, MatMut, MatRef, Par};
-    let ((r, d), (n, voxels)) = (k.shape(), site.xt.shape());
+    let ((r, d), (n, voxels)) = (k.shape(), (site.sample_count(), site.voxel_count()));
     assert_eq!(d, voxels, "project: K is {r}×{d}, the site has {voxels} voxels");
     let mut out_t = DMatrix::zeros(n, r);
     faer::linalg::matmul::matmul(
         MatMut::from_column_major_slice_mut(out_t.as_mut_slice(), n, r),
         Accum::Replace,
-        MatRef::from_column_major_slice(site.xt.as_slice(), n, d),
+        MatRef::from_column_major_slice(site.xt_values(), n, d),
         MatRef::from_column_major_slice(k.as_slice(), r, d).transpose(),
         1.0,
         Par::Seq,
@@ -202,8 +202,8 @@ pub fn aggregate(releases: &[DMatrix<f64>]) -> DMatrix<f64> {
 
 /// The whole of Algorithm 3 in one process: every site's release, the aggregate and its
 /// subspace. `noise` must serve `sites.len()` sites.
-pub fn cape_pca(
-    sites: &[SiteData],
+pub fn cape_pca<S: SiteSamples>(
+    sites: &[S],
     config: &PcaConfig,
     seed: Seed,
     noise: &mut dyn ZeroSumNoise,
@@ -211,16 +211,22 @@ pub fn cape_pca(
     if sites.is_empty() {
         return Err(PcaError::NoSites);
     }
-    let d = sites[0].voxels();
-    if let Some(bad) = sites.iter().position(|s| s.voxels() != d) {
-        return Err(PcaError::VoxelMismatch { site: bad, got: sites[bad].voxels(), expected: d });
+    let d = sites[0].voxel_count();
+    if let Some(bad) = sites.iter().position(|s| s.voxel_count() != d) {
+        return Err(PcaError::VoxelMismatch {
+            site: bad,
+            got: sites[bad].voxel_count(),
+            expected: d,
+        });
     }
     let private = config.scheme != NoiseScheme::None;
     if private && !config.level.is_valid() {
         return Err(PcaError::BadLevel(config.level));
     }
-    let deltas: Vec<f64> =
-        sites.iter().map(|s| config.sensitivity.delta(s.samples(), s.max_subject_len())).collect();
+    let deltas: Vec<f64> = sites
+        .iter()
+        .map(|s| config.sensitivity.delta(s.sample_count(), s.longest_subject()))
+        .collect();
     let multiplier = if private { config.level.multiplier().ok() } else { None };
     let taus: Vec<f64> = deltas.iter().map(|d| d * multiplier.unwrap_or(0.0)).collect();
     let zero_sum = match config.scheme {

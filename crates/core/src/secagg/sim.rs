@@ -156,6 +156,9 @@ pub struct SiteReport {
     pub vanished: Option<DropPoint>,
     /// How many inputs it refused (typed errors, not panics).
     pub refusals: usize,
+    /// Messages and payload bytes it sent (its share of [`SimReport::messages`] and `bytes`).
+    pub messages_sent: usize,
+    pub bytes_sent: usize,
 }
 
 /// The end of a simulation.
@@ -355,7 +358,8 @@ impl Sim {
             .sites
             .iter()
             .map(|s| {
-                count(&mut sent_bytes(s.driver.log()));
+                let own: Vec<usize> = sent_bytes(s.driver.log()).collect();
+                count(&mut own.iter().copied());
                 SiteReport {
                     id: s.driver.transport.id(),
                     phase: s.driver.machine.phase(),
@@ -370,6 +374,8 @@ impl Sim {
                         .iter()
                         .filter(|e| matches!(e, DriverEvent::Refused { .. }))
                         .count(),
+                    messages_sent: own.len(),
+                    bytes_sent: own.iter().sum(),
                 }
             })
             .collect();

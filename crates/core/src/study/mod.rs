@@ -14,6 +14,7 @@ crate: [`crate::secagg`], [`crate::cape`] and the per-site [`crate::accountant::
 - [`admission`]: how an invitation ends when fewer than t sites accept (every study's count).
 - [`gate`]: how a site role reaches its privacy ledger, and the all-or-nothing spend that stands
   between a computed release and the message that carries it.
+- [`ledger_report`]: the totals a site reports to the dashboards (`ledger/report`).
 
 Every study is named by a random [`StudyId`] that travels in each of its messages, so messages of
 two studies in one room never mix.
@@ -23,6 +24,7 @@ pub mod admission;
 pub mod efpsn;
 pub mod gate;
 pub mod iterative;
+pub mod ledger_report;
 pub mod mean;
 pub mod regression;
 

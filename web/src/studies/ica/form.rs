@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::frame::form::{Field, FormError};
 use crate::frame::target::{
-    EpsilonScope, TargetCalibration, iterative_config_error, ledger_collusion_factor,
+    EpsilonScope, TargetCalibration, calibrate_fields, iterative_config_error,
 };
 use crate::numbers::show;
 use crate::studies::mean::form::{MAX_DELTA, MAX_EPSILON, MIN_DELTA, MIN_EPSILON};
@@ -219,12 +219,13 @@ impl IcaFields {
     /// iteration's one release (the form shows it live).
     /// `sites`: how many sites the study runs among (c_S of the ledger's view depends on it).
     pub fn calibration(&self, sites: usize) -> Result<TargetCalibration, FormError> {
-        let target =
-            EPSILON_STUDY.positive(&self.epsilon_study, MIN_EPSILON, 10.0 * MAX_EPSILON)?;
-        let delta = DELTA.real_in(&self.delta, MIN_DELTA, MAX_DELTA)?;
-        let iterations = ITERATIONS.count(&self.iterations, 1, MAX_ITERATIONS)?;
-        let factor = ledger_collusion_factor(sites, self.mode);
-        TargetCalibration::new(EPSILON_STUDY, target, delta, iterations, factor)
+        calibrate_fields(
+            (EPSILON_STUDY, &self.epsilon_study),
+            (DELTA, &self.delta),
+            (ITERATIONS, &self.iterations, MAX_ITERATIONS),
+            sites,
+            self.mode,
+        )
     }
 
     fn data_spec(&self) -> Result<DataSpec, FormError> {

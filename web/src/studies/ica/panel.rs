@@ -11,12 +11,13 @@ use leptos::prelude::*;
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, heatmap, line};
 use crate::download;
+use crate::frame::budget::decline_sentence;
 use crate::frame::consent::present_consent;
 use crate::frame::dashboard::DashboardStudy;
 use crate::frame::form::TextField;
 use crate::frame::start::{StartButton, StartError};
-use crate::frame::target::EpsilonScope;
 use crate::frame::target::noise_mode;
+use crate::frame::target::{CalibrationLine, EpsilonScope, NoiseModeSelect, ScopedEpsilon};
 use crate::session::RoomState;
 use crate::studies::ica::form::{self, IcaFields};
 use crate::studies::ica::run::IcaLive;
@@ -94,7 +95,7 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         start();
     };
     let whole_study = move || scope.get() == EpsilonScope::WholeStudy.value();
-    // Closed form for unsampled Gaussians: well under a frame (study_driver::target), so inline.
+    // Closed form for unsampled Gaussians: well under a frame (frame::target), so inline.
     let calibration = Memo::new(move |_| {
         whole_study().then(|| {
             let typed = IcaFields {
@@ -150,31 +151,13 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                             <option value="subject">"subject (the paper's unit)"</option>
                         </select>
                     </label>
-                    <label>"capeDJICA's ε is"
-                        <select id="ica-epsilon-scope" bind:value=scope>
-                            <option value="iteration">"per release (ε_i)"</option>
-                            <option value="study">"for all J iterations (PLD)"</option>
-                        </select>
-                    </label>
-                    <Show
-                        when=whole_study
-                        fallback=move || view! { <TextField field=form::EPSILON value=epsilon error /> }
-                    >
-                        <TextField field=form::EPSILON_STUDY value=epsilon_study error />
-                    </Show>
+                    <ScopedEpsilon select=("ica-epsilon-scope", "capeDJICA's ε is")
+                        options=("per release (ε_i)", "for all J iterations (PLD)") scope
+                        per_iteration=(form::EPSILON, epsilon) whole_study=(form::EPSILON_STUDY, epsilon_study) error />
                     <TextField field=form::EPSILON_PCA value=epsilon_pca error />
                     <TextField field=form::DELTA value=delta error />
                     <TextField field=form::ITERATIONS value=iterations error numeric=true />
-                    <label>"noise"
-                        <select id="ica-mode" bind:value=mode>
-                            <option value="upfront">"CAPE (upfront zero-sum noise)"</option>
-                            <option value="conventional">"conventional (independent noise)"</option>
-                            <option value="nonprivate">"non-private (sites that allow it)"</option>
-                        </select>
-                    </label>
-                    <Show when=move || mode.get() == "nonprivate">
-                        <p class="muted small span-all" data-testid="ica-consent">{move || consent.get().sentence()}</p>
-                    </Show>
+                    <NoiseModeSelect id="ica-mode" mode consent consent_testid="ica-consent" />
                     <TextField field=form::COMPONENTS value=components error numeric=true />
                     <TextField field=form::CLIP value=clip error />
                     <label>"data"
@@ -201,10 +184,7 @@ pub fn IcaPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                         <TextField field=form::LONGEST value=longest error numeric=true />
                     </Show>
                 </fieldset>
-                {move || calibration.get().map(|c| match c {
-                    Ok(text) => view! { <p class="muted" data-testid="ica-calibration">{text}</p> }.into_any(),
-                    Err(e) => view! { <p class="form-error" data-testid="ica-calibration-error">{e}</p> }.into_any(),
-                })}
+                <CalibrationLine calibration prefix="ica" />
                 <StartButton test_id="start-ica" action="Run" present running=Signal::derive(running) />
             </form>
             <StartError error=study.view.start_error />
@@ -367,7 +347,7 @@ fn site_lines(live: &IcaLive) -> Vec<String> {
                 .chain(live.djica.iter().flat_map(|o| &o.declined))
                 .find(|d| d.site == site);
             if let Some(d) = declined {
-                return format!("{name}: declined — {}", d.reason);
+                return decline_sentence(&name, &d.reason, d.shortfall.as_ref());
             }
             let in_pca = live.pca.as_ref().is_some_and(|o| o.contributors.contains(&site));
             let in_ica = live.djica_params.as_ref().is_some_and(|p| p.sites.contains(&site));

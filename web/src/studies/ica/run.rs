@@ -355,19 +355,11 @@ pub fn not_run_text(pca: &PcaOutcome, name: impl Fn(ParticipantId) -> String) ->
         format!("capePCA released from {} site(s), capeDJICA did not start", pca.contributors.len())
     };
     let mut text = format!("Not run: {released} ({}).", stop_text(&pca.stop, &name));
-    let poor: Vec<String> = pca
-        .declined
-        .iter()
-        .filter(|d| d.reason.contains("insufficient privacy budget"))
-        .map(|d| name(d.site))
-        .collect();
-    if !poor.is_empty() {
-        text.push_str(&format!(
-            " {} declined the whole study for lack of privacy budget, spending nothing: raise \
-             their budgets (each site's ledger card), or ask for less (a lower ε, fewer \
-             iterations J).",
-            poor.join(", ")
-        ));
+    let poor = crate::frame::budget::summary(
+        pca.declined.iter().filter_map(|d| d.shortfall.as_ref().map(|s| (name(d.site), s))),
+    );
+    if let Some(poor) = poor {
+        text.push_str(&format!(" {poor} Or ask for less: a lower ε, fewer iterations J."));
     }
     text
 }

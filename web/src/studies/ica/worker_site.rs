@@ -262,7 +262,10 @@ fn progress<C: SiteStep>(view: &mut IcaSiteView, site: &IterativeSite<C, Ledger>
     view.released = site.iterations().len() as u32;
     view.max_iterations = site.params().map_or(0, |p| p.max_iterations);
     view.noise = site.iterations().iter().map(NoisePoint::of).collect();
-    view.end = site.end_reason().map(str::to_owned);
+    view.end = match site.shortfall() {
+        Some(s) => Some(crate::frame::budget::own_decline(s)),
+        None => site.end_reason().map(str::to_owned),
+    };
 }
 
 /// The two roles' inputs, so [`Engine::feed`] handles either.
@@ -349,14 +352,14 @@ fn decline(
             c if c == PcaSite::NAME => {
                 let m = IterMessage::<PcaTask, PcaState> {
                     study,
-                    body: IterBody::Decline { reason: reason.clone() },
+                    body: IterBody::Decline { reason: reason.clone(), shortfall: None },
                 };
                 (m.body.kind().to_owned(), m.encode())
             }
             _ => {
                 let m = IterMessage::<DjicaTask, DjicaState> {
                     study,
-                    body: IterBody::Decline { reason: reason.clone() },
+                    body: IterBody::Decline { reason: reason.clone(), shortfall: None },
                 };
                 (m.body.kind().to_owned(), m.encode())
             }

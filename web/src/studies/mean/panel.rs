@@ -12,7 +12,7 @@ use crate::frame::dashboard::{DashboardStudy, LiveStudy};
 use crate::frame::form::TextField;
 use crate::session::RoomState;
 use crate::studies::mean::form::{self, MeanFields, default_threshold};
-use crate::studies::mean::results::{dropout_sentence, phase_token};
+use crate::studies::mean::results::{decline_text, dropout_sentence, phase_token};
 use crate::studies::mean::step_gate::Step;
 
 #[component]
@@ -118,11 +118,8 @@ pub fn LiveStudyView(live: LiveStudy, study: DashboardStudy) -> impl IntoView {
         .iter()
         .map(|d| (d.site, dropout_sentence(d, &name(d.site, &live)), phase_token(d.phase)))
         .collect();
-    let declines: Vec<String> = live
-        .declined
-        .iter()
-        .map(|d| format!("{} (#{}) declined: {}", name(d.site, &live), d.site, d.reason))
-        .collect();
+    let declines: Vec<String> =
+        live.declined.iter().map(|d| decline_text(&name(d.site, &live), &d.reason)).collect();
     let held = live.held;
     view! {
         <div class="live study-focus" data-testid="live-study" data-study=live.study.to_string()>

@@ -3,7 +3,7 @@
 //! [`StudyOutcome`] (and its [`Theory`]); nothing here is protocol or privacy math.
 
 use capelab_core::secagg::DropReason;
-use capelab_core::study::mean::{StudyDropout, StudyOutcome, StudyPhase, Theory};
+use capelab_core::study::mean::{DeclineReason, StudyDropout, StudyOutcome, StudyPhase, Theory};
 
 use crate::components::charts::forest::{ForestRow, ForestSpec};
 use crate::components::charts::scale::format_value;
@@ -155,6 +155,16 @@ pub fn dropout_sentence(d: &StudyDropout, name: &str) -> String {
     };
     let attempt = if d.attempt == 0 { String::new() } else { format!(" of attempt {}", d.attempt) };
     format!("{name} (#{}) {how} during {}{attempt}.", d.site, phase_words(d.phase))
+}
+
+/// A site's decline of a round in words: for its budget, what to raise it to.
+pub fn decline_text(name: &str, reason: &DeclineReason) -> String {
+    match reason {
+        DeclineReason::Budget { message, shortfall } => {
+            crate::frame::budget::decline_sentence(name, message, shortfall.as_ref())
+        }
+        other => crate::frame::budget::decline_sentence(name, &other.to_string(), None),
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,9 @@ use crate::download;
 use crate::frame::dashboard::{DashboardStudy, FinishedRound};
 use crate::ledger_report::LedgerReport;
 use crate::studies::mean::masked::shown_attempt;
-use crate::studies::mean::results::{dropout_sentence, gain, messages_chart, phase_token};
+use crate::studies::mean::results::{
+    decline_text, dropout_sentence, gain, messages_chart, phase_token,
+};
 use crate::studies::mean::round_charge::{self, RoundCharge};
 use crate::studies::mean::{export, masked};
 use crate::studies::regression::panel::RegressionRoundView;
@@ -205,7 +207,8 @@ fn Happenings(round: FinishedRound) -> impl IntoView {
             } else {
                 format!("in attempt {}", d.attempt)
             };
-            (d.site, format!("{} (#{}) declined {when}: {}", round.name(d.site), d.site, d.reason))
+            let text = decline_text(&round.name(d.site), &d.reason);
+            (d.site, format!("{text} ({when})"))
         })
         .collect();
     let reruns = outcome.reruns();

@@ -54,7 +54,7 @@ pub fn SiteStudyPanel(study: SiteStudy) -> impl IntoView {
                 .into_any(),
                 SiteEnd::Declined(reason) => view! {
                     <p class="callout callout-error" data-testid="site-declined" role="alert">
-                        "This site declined the study: " {reason}
+                        {reason}
                     </p>
                 }
                 .into_any(),

@@ -15,7 +15,7 @@ once.
 While anything is held the aggregator's clock stands still ([`PausableClock`]): a round's deadline
 counts from the moment the teacher lets it start, not from when the role asked for it.
 
-Pure logic, tested natively; `study_driver/dashboard.rs` applies it.
+Pure logic, tested natively; `frame/dashboard.rs` applies it.
 */
 
 use std::collections::VecDeque;

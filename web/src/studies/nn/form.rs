@@ -8,8 +8,7 @@ use capelab_core::wire::ParticipantId;
 
 use crate::frame::form::{Field, FormError};
 use crate::frame::target::{
-    EpsilonScope, TargetCalibration, iterative_config_error, ledger_collusion_factor,
-    per_release_epsilon,
+    EpsilonScope, TargetCalibration, calibrate_fields, iterative_config_error, per_release_epsilon,
 };
 use crate::numbers::show;
 use crate::studies::mean::form::{MAX_DELTA, MAX_EPSILON, MAX_SITE_VALUES, MIN_DELTA, MIN_EPSILON};
@@ -136,12 +135,13 @@ impl NnFields {
     /// live, [`TargetCalibration::summary`]).
     /// `sites`: how many sites the study runs among (c_S of the ledger's view depends on it).
     pub fn calibration(&self, sites: usize) -> Result<TargetCalibration, FormError> {
-        let target =
-            EPSILON_STUDY.positive(&self.epsilon_study, MIN_EPSILON, 10.0 * MAX_EPSILON)?;
-        let delta = DELTA.real_in(&self.delta, MIN_DELTA, MAX_DELTA)?;
-        let iterations = ITERATIONS.count(&self.iterations, 1, MAX_ITERATIONS)?;
-        let factor = ledger_collusion_factor(sites, self.mode);
-        TargetCalibration::new(EPSILON_STUDY, target, delta, iterations, factor)
+        calibrate_fields(
+            (EPSILON_STUDY, &self.epsilon_study),
+            (DELTA, &self.delta),
+            (ITERATIONS, &self.iterations, MAX_ITERATIONS),
+            sites,
+            self.mode,
+        )
     }
 }
 

@@ -10,11 +10,12 @@ use crate::frame::start::{StartButton, StartError};
 
 use crate::components::charts::scale::format_value;
 use crate::components::charts::{Chart, line};
+use crate::frame::budget::decline_sentence;
 use crate::frame::consent::present_consent;
 use crate::frame::dashboard::DashboardStudy;
 use crate::frame::form::TextField;
-use crate::frame::target::EpsilonScope;
 use crate::frame::target::noise_mode;
+use crate::frame::target::{CalibrationLine, EpsilonScope, NoiseModeSelect, ScopedEpsilon};
 use crate::session::RoomState;
 use crate::studies::nn::compare::nn_comparison_chart;
 use crate::studies::nn::form::{self, NnFields};
@@ -51,7 +52,7 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         ..NnFields::default()
     };
     let whole_study = move || scope.get() == EpsilonScope::WholeStudy.value();
-    // Closed form for unsampled Gaussians: well under a frame (study_driver::target), so inline.
+    // Closed form for unsampled Gaussians: well under a frame (frame::target), so inline.
     let calibration = Memo::new(move |_| {
         whole_study().then(|| {
             typed().calibration(present.get()).map(|c| c.summary()).map_err(|e| e.to_string())
@@ -92,18 +93,9 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             </p>
             <form class="mean-form" on:submit=submit>
                 <fieldset class="field-grid" disabled=running>
-                    <label>"ε is"
-                        <select id="nn-epsilon-scope" bind:value=scope>
-                            <option value="iteration">"per iteration"</option>
-                            <option value="study">"for the whole study (J iterations, PLD)"</option>
-                        </select>
-                    </label>
-                    <Show
-                        when=whole_study
-                        fallback=move || view! { <TextField field=form::EPSILON value=epsilon error /> }
-                    >
-                        <TextField field=form::EPSILON_STUDY value=epsilon_study error />
-                    </Show>
+                    <ScopedEpsilon select=("nn-epsilon-scope", "ε is")
+                        options=("per iteration", "for the whole study (J iterations, PLD)") scope
+                        per_iteration=(form::EPSILON, epsilon) whole_study=(form::EPSILON_STUDY, epsilon_study) error />
                     <TextField field=form::DELTA value=delta error />
                     <TextField field=form::ITERATIONS value=iterations error numeric=true />
                     <TextField field=form::RECORDS value=records error numeric=true />
@@ -111,21 +103,9 @@ pub fn NnPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
                     <TextField field=form::HIDDEN value=hidden error numeric=true />
                     <TextField field=form::CLIP value=clip error />
                     <TextField field=form::LEARNING_RATE value=learning_rate error />
-                    <label>"noise"
-                        <select id="nn-mode" bind:value=mode>
-                            <option value="upfront">"CAPE (upfront zero-sum noise)"</option>
-                            <option value="conventional">"conventional (independent noise)"</option>
-                            <option value="nonprivate">"non-private (sites that allow it)"</option>
-                        </select>
-                    </label>
-                    <Show when=move || mode.get() == "nonprivate">
-                        <p class="muted small span-all" data-testid="nn-consent">{move || consent.get().sentence()}</p>
-                    </Show>
+                    <NoiseModeSelect id="nn-mode" mode consent consent_testid="nn-consent" />
                 </fieldset>
-                {move || calibration.get().map(|c| match c {
-                    Ok(text) => view! { <p class="muted" data-testid="nn-calibration">{text}</p> }.into_any(),
-                    Err(e) => view! { <p class="form-error" data-testid="nn-calibration-error">{e}</p> }.into_any(),
-                })}
+                <CalibrationLine calibration prefix="nn" />
                 <StartButton test_id="start-nn" action="Train" present running=Signal::derive(running) />
             </form>
             <StartError error=study.view.start_error />
@@ -218,7 +198,7 @@ fn NnRoundView(round: NnFinished) -> impl IntoView {
     let declined = o
         .declined
         .iter()
-        .map(|d| format!("{} declined: {}", round.name(d.site), d.reason))
+        .map(|d| decline_sentence(&round.name(d.site), &d.reason, d.shortfall.as_ref()))
         .collect::<Vec<_>>();
     let completed = matches!(o.stop, capelab_core::study::iterative::StopReason::Completed { .. });
     let repairs = repair_lines(&o.repairs, |id| round.name(id));

@@ -6,7 +6,7 @@ use crate::components::charts::forest;
 use crate::frame::centre::Centre;
 use crate::frame::dashboard::DashboardStudy;
 use crate::studies::mean::centre::{latest_round, running_phase};
-use crate::studies::regression::view::{summary, weights_chart};
+use crate::studies::regression::view::{presenter_weights_chart, summary};
 
 #[component]
 pub fn RegressionCentre(study: DashboardStudy) -> impl IntoView {
@@ -25,7 +25,7 @@ pub fn RegressionCentre(study: DashboardStudy) -> impl IntoView {
     let markup = move || {
         latest_round(study, true)
             .and_then(|r| summary(&r))
-            .map(|s| forest::render(&weights_chart(&s), "present-weights"))
+            .map(|s| forest::render(&presenter_weights_chart(&s), "present-weights"))
             .unwrap_or_default()
     };
     view! { <Centre headline=Signal::derive(headline) markup=Signal::derive(markup) id="present-weights" file_stem="capelab-weights" /> }

@@ -82,6 +82,17 @@ pub fn bounds_delta_note(ledger_delta: f64, study_delta: f64) -> String {
 }
 
 /// ŵ (CAPE, conventional) and w* per coordinate, as rows of a forest chart without error bars.
+/// The presenter's version: capeFM's ŵ against w* alone, two rows per coordinate and no note, so
+/// it fills the projector's screen at a legible size.
+pub fn presenter_weights_chart(summary: &RegressionSummary) -> ForestSpec {
+    let mut spec = weights_chart(summary);
+    spec.rows.retain(|r| !r.label.ends_with(" conventional"));
+    spec.note = None;
+    spec.title =
+        format!("The private model ŵ against the population's w* ({})", summary.model.name());
+    spec
+}
+
 pub fn weights_chart(summary: &RegressionSummary) -> ForestSpec {
     let mut rows = Vec::new();
     for (j, w) in summary.cape.weights.iter().enumerate() {

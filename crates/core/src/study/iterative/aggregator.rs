@@ -281,9 +281,11 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
                 self.accepted.insert(from);
                 Ok(self.advance_invitation(now_ms, false))
             }
-            (State::Inviting { waiting, .. }, IterBody::Decline { reason }) if !answered => {
+            (State::Inviting { waiting, .. }, IterBody::Decline { reason, shortfall })
+                if !answered =>
+            {
                 waiting.remove(&from);
-                self.declined.push(SiteDecline { site: from, iteration: 0, reason });
+                self.declined.push(SiteDecline { site: from, iteration: 0, reason, shortfall });
                 Ok(self.advance_invitation(now_ms, false))
             }
             (State::Inviting { .. }, IterBody::Accept | IterBody::Decline { .. }) => {
@@ -293,10 +295,13 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
                 let out = secagg.handle(now_ms, from, &message)?;
                 Ok(self.after_secagg(now_ms, out))
             }
-            (State::Summing { secagg, from: first, repair }, IterBody::Decline { reason }) => {
+            (
+                State::Summing { secagg, from: first, repair },
+                IterBody::Decline { reason, shortfall },
+            ) => {
                 let iteration = if *repair { *first } else { 0 };
                 let out = secagg.handle_departure(now_ms, from)?;
-                self.declined.push(SiteDecline { site: from, iteration, reason });
+                self.declined.push(SiteDecline { site: from, iteration, reason, shortfall });
                 Ok(self.after_secagg(now_ms, out))
             }
             (State::Summing { .. }, IterBody::Release { iteration: j, .. }) => {
@@ -341,9 +346,9 @@ impl<U: AggregatorStep> IterativeAggregator<U> {
                 self.releases_by_site.entry(from).or_default().push(self.run_size);
                 Ok(self.close_iteration(now_ms, false))
             }
-            (State::Iterating { iteration, .. }, IterBody::Decline { reason }) => {
+            (State::Iterating { iteration, .. }, IterBody::Decline { reason, shortfall }) => {
                 let iteration = *iteration;
-                self.declined.push(SiteDecline { site: from, iteration, reason });
+                self.declined.push(SiteDecline { site: from, iteration, reason, shortfall });
                 Ok(self.lose_sites(now_ms, vec![(from, "declined".into())]))
             }
             (_, body) => {

@@ -7,6 +7,7 @@ zero-sum repair run, announced by [`IterBody::Repair`].
 
 use serde::{Deserialize, Serialize};
 
+use crate::accountant::ledger::Shortfall;
 use crate::codec;
 use crate::study::StudyId;
 use crate::study::mean::messages::secagg_kind;
@@ -52,6 +53,8 @@ pub enum IterBody<T, S> {
     Accept,
     Decline {
         reason: String,
+        /// When the site's ledger refused the study: the least budget that would admit it.
+        shortfall: Option<Shortfall>,
     },
     /// One SecureAgg message (its postcard bytes) of the upfront noise run.
     SecAgg(Vec<u8>),

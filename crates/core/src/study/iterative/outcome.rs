@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::accountant::ledger::Shortfall;
 use crate::nn::ViewAccount;
 use crate::study::StudyId;
 pub use crate::study::admission::TooFewAccepted;
@@ -31,6 +32,8 @@ pub struct SiteDecline {
     /// 0: the invitation; j: in iteration j.
     pub iteration: u32,
     pub reason: String,
+    /// When the site's ledger refused: the least budget that would admit the study.
+    pub shortfall: Option<Shortfall>,
 }
 
 /// Why the study stopped.

@@ -20,7 +20,7 @@ if it had released it: that release stays recorded and the redo is another, labe
 use rand_core::SeedableRng;
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::accountant::ledger::LedgerEntry;
+use crate::accountant::ledger::{LedgerEntry, Shortfall};
 use crate::accountant::{Ledger, LedgerError, Release};
 use crate::cape::{NoiseSum, PendingRelease, SiteNoise, draw_noise};
 use crate::codec;
@@ -116,6 +116,8 @@ pub struct IterativeSite<C: SiteStep, L: LedgerAccess = Ledger> {
     spent: Vec<LedgerEntry>,
     final_state: Option<C::State>,
     state: State,
+    /// Why the ledger refused, when the site declined for its budget: the least budget it needs.
+    shortfall: Option<Shortfall>,
 }
 
 enum State {
@@ -164,6 +166,7 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             history: Vec::new(),
             spent: Vec::new(),
             final_state: None,
+            shortfall: None,
             state: State::AwaitingStart,
         }
     }
@@ -251,6 +254,12 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
             State::NotInvited => Some("not invited"),
             _ => None,
         }
+    }
+
+    /// When the site declined for its budget: the least budget that would have admitted the
+    /// study (nothing was recorded or sent).
+    pub fn shortfall(&self) -> Option<&Shortfall> {
+        self.shortfall.as_ref()
     }
 
     pub fn is_finished(&self) -> bool {
@@ -379,7 +388,7 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         let worst = params.worst_case_collusion_factor();
         self.params = Some(params);
         if let Err(e) = self.preview(now_ms, worst) {
-            return Ok(self.decline(e.to_string()));
+            return Ok(self.decline_for_budget(e));
         }
         self.state = State::Accepted;
         Ok(vec![self.to_aggregator(IterBody::Accept)])
@@ -482,7 +491,7 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
         }
         let worst = params.worst_collusion_factor_up_to(sites.len());
         if let Err(e) = self.preview_from(now_ms, from, worst) {
-            return Ok(self.decline(e.to_string()));
+            return Ok(self.decline_for_budget(e));
         }
         self.state = State::Repairing { from };
         Ok(Vec::new())
@@ -711,7 +720,18 @@ impl<C: SiteStep, L: LedgerAccess> IterativeSite<C, L> {
     // -- helpers ---------------------------------------------------------------------------------
 
     fn decline(&mut self, reason: String) -> Vec<Outgoing> {
-        let out = self.to_aggregator(IterBody::Decline { reason: reason.clone() });
+        self.decline_with(reason, None)
+    }
+
+    /// Declines for the ledger's refusal, telling the aggregator the least budget that admits it.
+    fn decline_for_budget(&mut self, e: LedgerError) -> Vec<Outgoing> {
+        let shortfall = e.shortfall();
+        self.decline_with(e.to_string(), shortfall)
+    }
+
+    fn decline_with(&mut self, reason: String, shortfall: Option<Shortfall>) -> Vec<Outgoing> {
+        self.shortfall = shortfall;
+        let out = self.to_aggregator(IterBody::Decline { reason: reason.clone(), shortfall });
         self.state = State::Declined(reason);
         vec![out]
     }

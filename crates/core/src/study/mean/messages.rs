@@ -10,6 +10,7 @@ attempt number, so that the rounds of a re-run never mix with the failed one) Se
 
 use serde::{Deserialize, Serialize};
 
+use crate::accountant::ledger::Shortfall;
 use crate::codec;
 use crate::secagg::messages::SecAggMessage;
 use crate::study::StudyId;
@@ -89,7 +90,11 @@ pub enum DeclineReason {
     Data(DataError),
     /// The site's ledger refused: `message` is the accountant's own text.
     #[error("{message}")]
-    Budget { message: String },
+    Budget {
+        message: String,
+        /// The least budget that would admit the study (none when δ is what runs out).
+        shortfall: Option<Shortfall>,
+    },
     #[error("it cannot accept the study's parameters: {0}")]
     Params(String),
     /// A protocol step failed at the site (e.g. a corrupt noise sum); it cannot release.

@@ -349,7 +349,10 @@ impl<L: LedgerAccess> MeanSite<L> {
         let conventional = params.also_conventional;
         self.joined = Some(Joined { params, plan, value });
         if let Err(e) = self.preview(now_ms, 1, worst, conventional) {
-            return Ok(self.decline(DeclineReason::Budget { message: e.to_string() }));
+            return Ok(self.decline(DeclineReason::Budget {
+                message: e.to_string(),
+                shortfall: e.shortfall(),
+            }));
         }
         self.state = State::Accepted;
         Ok(vec![self.to_aggregator(MeanBody::Accept)])
@@ -464,7 +467,10 @@ impl<L: LedgerAccess> MeanSite<L> {
             .fold(1.0, f64::max);
         let conventional = params.also_conventional && !self.conventional_sent;
         if let Err(e) = self.preview(now_ms, attempt, worst, conventional) {
-            return Ok(self.decline(DeclineReason::Budget { message: e.to_string() }));
+            return Ok(self.decline(DeclineReason::Budget {
+                message: e.to_string(),
+                shortfall: e.shortfall(),
+            }));
         }
 
         let joined = self.joined.as_ref().expect("accepted, so joined");
@@ -568,7 +574,12 @@ impl<L: LedgerAccess> MeanSite<L> {
         let recorded = releases.and_then(|r| self.ledger.with_ledger(|l| gate::spend(l, r)));
         match recorded {
             Ok(entries) => self.spent.extend(entries),
-            Err(e) => return self.decline(DeclineReason::Budget { message: e.to_string() }),
+            Err(e) => {
+                return self.decline(DeclineReason::Budget {
+                    message: e.to_string(),
+                    shortfall: e.shortfall(),
+                });
+            }
         }
         let record = self.history.last_mut().expect("an attempt is running");
         record.release = Some(cape.clone());
