@@ -11,7 +11,7 @@
 //   on every tab (the dashboard's CSV is each party's); each party tab shows its marginal charts
 //   and true status lines (the ε line only where a ledger recorded it); the presenter view at
 //   1280×800 and 1920×1080 holds the test NLL and one small multiple per column inside the
-//   screen, every chart text >= 18 px (docs/screenshots/presenter-vvi.png is the 1280×800 one);
+//   screen, every chart text >= 18 px (docs/screenshots/presenter-vvi.png is the 1920×1080 one);
 // - the same on CPS1988 (served with the app): each party tab's worker fetches it and holds only
 //   its own columns (the panel's data-columns), the dashboard follows the test NLL (a public
 //   table), the twin's header is CPS1988's columns;
@@ -245,7 +245,7 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
       assert.match(f.text, /real \(public table\)/);
       assert.match(f.headline, /twin released after \d+ steps · test NLL [\d.]+ → [\d.]+ nats · ε = [\d.]+$/);
       await assertAccessible(page, `vvi: the presenter at ${width}×${height}`);
-      if (width === 1280) {
+      if (width === 1920) {
         await mkdir(path.join(root, 'docs/screenshots'), { recursive: true });
         await page.screenshot({ path: path.join(root, 'docs/screenshots/presenter-vvi.png') });
       }
@@ -397,13 +397,14 @@ describe('vertical synthetic data over the real relay', { concurrency: false }, 
     await startVvi(page, sites[2].id, { steps: 4, batch: 20, rows: 400 });
     assert.equal(await ended(page, before + 1), false);
     const said = await page.textContent('[data-testid="vvi-budget"]');
-    const match = /^Party B's budget \(ε = ([\d.]+)\) does not cover this run: raise it to ([\d.]+) on Party B's tab, then start again\. The run stopped before anything was charged or released\.$/.exec(said);
+    const name = sites[1].name;
+    const match = new RegExp(`^${name} declined before anything was charged or released: its budget \\(ε = ([\\d.]+) at δ = [^)]+\\) does not cover this study: raise it to at least ε = ([\\d.]+) \\([\\d.]+ more\\) on ${name}'s page, then start again\\.$`).exec(said);
     assert.ok(match && Math.abs(Number(match[1]) - budget) <= 0.01 * budget, `${said} (budget ${budget})`);
     match.shift();
     assert.ok(match, said);
     await b.waitForSelector('[data-testid="vvi-site-panel"][data-phase="declined"]', { timeout: STEP_TIMEOUT_MS });
     assert.match(await b.textContent('[data-testid="vvi-site-status"]'), /Declined this run: nothing was charged/);
-    assert.match(await b.textContent('[data-testid="vvi-site-declined"]'), new RegExp(`raise it to at least ${match[1].replace('.', '\\.')} in this tab's ledger`));
+    assert.match(await b.textContent('[data-testid="vvi-site-declined"]'), new RegExp(`raise it to at least ε = ${match[1].replace('.', '\\.')} \\([\\d.]+ more\\) in the ledger card below`));
     for (const site of sites) {
       await site.tab.page.waitForSelector('[data-testid="vvi-site-panel"][data-released="false"]', { timeout: STEP_TIMEOUT_MS });
       assert.equal(await site.tab.page.$('[data-testid="vvi-site-epsilon"]'), null, `${site.name}: no ε recorded line`);

@@ -85,31 +85,14 @@ pub fn named(
     done
 }
 
-/// `x` rounded up to 3 significant digits: a budget raised to this admits the run.
-pub fn round_up(x: f64) -> f64 {
-    if !(x.is_finite() && x > 0.0) {
-        return x;
-    }
-    let unit = 10f64.powi(x.log10().floor() as i32 - 2);
-    (x / unit).ceil() * unit
-}
-
 /// What the dashboard says when `site`'s ledger declined the run: which budget to raise, and
-/// to what.
+/// to what ([`crate::frame::budget`], as every study says it).
 pub fn budget_sentence(site: &str, s: &Shortfall) -> String {
-    let how = match s.needed {
-        Some(needed) => format!(
-            "{site}'s budget (ε = {}) does not cover this run: raise it to {} on {site}'s tab",
-            show(s.budget),
-            show(round_up(needed))
-        ),
-        None => format!(
-            "{site}'s budget δ = {} is used up by its earlier releases: raise its δ on \
-             {site}'s tab",
-            show(s.delta)
-        ),
-    };
-    format!("{how}, then start again. The run stopped before anything was charged or released.")
+    let place = format!("on {site}'s page");
+    format!(
+        "{site} declined before anything was charged or released: {}, then start again.",
+        crate::frame::budget::raise_sentence(s, &place)
+    )
 }
 
 /// One row of the privacy table: who looks, under which neighbouring relation, and ε at δ.
@@ -464,20 +447,15 @@ mod tests {
 
     #[test]
     fn a_budget_refusal_says_which_budget_to_raise_and_to_what() {
-        assert_eq!(round_up(12.3401), 12.4);
-        assert_eq!(round_up(0.500_01), 0.501);
-        assert_eq!(round_up(1234.0), 1240.0);
         let s = Shortfall { budget: 10.0, needed: Some(12.3401), delta: 1e-5 };
-        let text = budget_sentence("Lab B", &s);
-        assert!(
-            text.starts_with(
-                "Lab B's budget (ε = 10) does not cover this run: raise it to 12.4 on Lab B's tab"
-            ),
-            "{text}"
+        assert_eq!(
+            budget_sentence("Lab B", &s),
+            "Lab B declined before anything was charged or released: its budget (ε = 10 at \
+             δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on \
+             Lab B's page, then start again."
         );
-        assert!(text.contains("before anything was charged or released"), "{text}");
         let d = budget_sentence("Lab B", &Shortfall { needed: None, ..s });
-        assert!(d.contains("δ = 10⁻⁵ is used up"), "{d}");
+        assert!(d.contains("use up its budget's δ = 10⁻⁵"), "{d}");
     }
 
     #[test]

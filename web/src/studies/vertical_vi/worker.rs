@@ -19,11 +19,11 @@ use capelab_vertical_vi::schema::PartyBlock;
 use capelab_vertical_vi::study::{Body, Dealer, Party, Status, StudyError, VviMessage, VviTask};
 use serde::{Deserialize, Serialize};
 
-use crate::numbers::{group, show};
+use crate::numbers::group;
 use crate::studies::vertical_vi::own::{Refusal, own_block};
 use crate::studies::vertical_vi::run::VviData;
 use crate::studies::vertical_vi::view::{
-    Marginal, marginals, named, party_letter, round_up, status_text, twin, twin_table,
+    Marginal, marginals, named, party_letter, status_text, twin, twin_table,
 };
 use crate::worker::protocol::{FromWorker, LedgerWatch, VviStart};
 
@@ -354,19 +354,7 @@ impl VviEngine {
         if let Role::Party { role, .. } = role
             && let Some(s) = role.shortfall()
         {
-            return match s.needed {
-                Some(needed) => format!(
-                    "This tab's budget (ε = {}) does not cover this run: raise it to at least \
-                     {} in this tab's ledger below, then ask for a new run.",
-                    show(s.budget),
-                    show(round_up(needed))
-                ),
-                None => format!(
-                    "This tab's budget δ = {} is used up by its earlier releases: raise its δ in \
-                     this tab's ledger below, then ask for a new run.",
-                    show(s.delta)
-                ),
-            };
+            return crate::frame::budget::own_decline(&s);
         }
         self.named(reason)
     }
@@ -722,7 +710,11 @@ mod tests {
         let b = views[1].as_ref().unwrap();
         assert_eq!((b.phase.as_str(), b.charged), ("declined", None), "{b:?}");
         let why = b.declined.as_deref().unwrap_or_default();
-        assert!(why.starts_with("This tab's budget (ε = ") && why.contains("raise it to"), "{why}");
+        assert!(
+            why.starts_with("This site declined before releasing anything")
+                && why.contains("raise it to at least ε = "),
+            "{why}"
+        );
         // Nothing charged anywhere, and no ε of a run that did not happen on any tab.
         for (i, v) in views.iter().enumerate() {
             let v = v.as_ref().unwrap();
