@@ -332,7 +332,7 @@ fn NllFigure(live: VviLive, study: DashboardStudy) -> impl IntoView {
     view! {
         <figure class="chart" data-testid="vvi-nll" data-first=live.nll.first().map(|p| p.1) data-last=live.nll.last().map(|p| p.1) data-points=live.nll.len()
             data-cli-points=cli_points>
-            <div inner_html=chart></div>
+            <div class="chart-svg" inner_html=chart></div>
             <figcaption class="small">{nll_caption(&live.data)}</figcaption>
         </figure>
     }
