@@ -111,14 +111,9 @@ pub fn public_blocks(
     }))
 }
 
-/// The test rows of every party (`test` indices) of [`public_blocks`], for the test NLL.
-pub fn test_blocks(
-    data: &VviData,
-    joined: Option<&str>,
-    test: &[usize],
-) -> Result<Option<Vec<PartyBlock>>, String> {
-    let blocks = public_blocks(data, joined)?;
-    Ok(blocks.map(|blocks| blocks.iter().map(|b| select_rows(b, test)).collect()))
+/// The test rows (`test` indices) of every party's block of [`public_blocks`], for the test NLL.
+pub fn test_blocks(blocks: &[PartyBlock], test: &[usize]) -> Vec<PartyBlock> {
+    blocks.iter().map(|b| select_rows(b, test)).collect()
 }
 
 /// The data source the dashboard's form picks.
@@ -203,13 +198,14 @@ mod tests {
             let msg = DataAnnouncement { study: StudyId([1; 16]), data, twin_seed: 7 };
             assert_eq!(DataAnnouncement::decode(&msg.encode()).unwrap(), msg);
         }
-        let test = test_blocks(&VviData::Cps1988, Some(JOINED), &[2, 0]).unwrap().unwrap();
+        let whole = public_blocks(&VviData::Cps1988, Some(JOINED)).unwrap().unwrap();
+        let test = test_blocks(&whole, &[2, 0]);
         assert_eq!(test.iter().map(|b| (b.rows, b.features)).collect::<Vec<_>>(), [(2, 5), (2, 2)]);
         // The parties' own columns: the schema is CPS1988's, N the form's, and no test rows.
         let own = VviSource::Own.data(300, 9);
         assert_eq!((own, own.rows(), own.file()), (VviData::Own { rows: 300 }, 300, None));
         assert_eq!(own.schema(), cps1988::schema());
-        assert_eq!(test_blocks(&own, None, &[0]).unwrap(), None);
+        assert_eq!(public_blocks(&own, None).unwrap(), None);
         assert!(own.block(0, None).is_err());
     }
 }

@@ -30,12 +30,11 @@ use capelab_vertical_vi::model::Posterior;
 use capelab_vertical_vi::model::twin::TextTable;
 use capelab_vertical_vi::schema::PartyBlock;
 use capelab_vertical_vi::study::{Aggregator, BatchSampling, Status, VviTask};
-use capelab_vertical_vi::table::select_rows;
 use rand_core::Rng;
 use serde::Serialize;
 
 use crate::frame::wire::StudyTransport;
-use crate::studies::vertical_vi::data::public_blocks;
+use crate::studies::vertical_vi::data::{public_blocks, test_blocks};
 use crate::studies::vertical_vi::form::VviForm;
 use crate::studies::vertical_vi::view::{
     Marginal, PlayerEpsilon, budget_sentence, column_marginals, named, release_json, status_text,
@@ -235,10 +234,7 @@ impl VviRun {
         rng.fill_bytes(&mut id);
         let study = StudyId(id);
         let public = public_blocks(&data, joined)?;
-        let test = public.as_ref().map(|blocks| {
-            let rows = task.split().test;
-            blocks.iter().map(|b| select_rows(b, &rows)).collect::<Vec<_>>()
-        });
+        let test = public.as_deref().map(|blocks| test_blocks(blocks, &task.split().test));
         let marginals = column_marginals(&task.schema, public.as_deref(), None);
         drop(public);
         let twin_seed = rng.next_u64() % 1_000_000;
