@@ -31,8 +31,9 @@ use serde::{Deserialize, Serialize};
 use crate::schema::{Cell, FeatureKind, PartyBlock, PartySchema, Schema, UNIT_CLAMP};
 
 /// Why a party's CSV could not be read against its schema. Every variant names the party and, where
-/// there is one, the column, the data row (0-based, header and comments not counted), the file line
-/// (1-based) and the offending text.
+/// there is one, the column, the data row, the file line and the offending text. `row` is 0-based
+/// (header and comments not counted); messages count rows from 1 as people do ("row 1 (line 2 of
+/// the file)" is the first data row under a header on line 1).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum TableError {
     #[error("party '{party}': the CSV has no header row (every line is blank or a # comment)")]
@@ -43,16 +44,23 @@ pub enum TableError {
     DuplicateColumn { party: String, column: String },
     #[error("party '{party}': no column '{column}' in the header {header:?}")]
     MissingColumn { party: String, column: String, header: Vec<String> },
-    #[error("party '{party}', line {line} (row {row}): {got} fields, the header has {expected}")]
+    #[error(
+        "party '{party}', row {} (line {line} of the file): {got} fields, the header has \
+         {expected}",
+        .row + 1
+    )]
     Ragged { party: String, row: usize, line: usize, expected: usize, got: usize },
     #[error(
-        "party '{party}', column '{column}', row {row} (line {line}): '{value}' is not a finite \
-         number"
+        "party '{party}', column '{column}', row {} (line {line} of the file): '{value}' is not a \
+         finite number",
+        .row + 1
     )]
     NotANumber { party: String, column: String, row: usize, line: usize, value: String },
     #[error(
-        "party '{party}', column '{column}', row {row} (line {line}): unknown category '{value}'; \
-         the public labels are {labels:?}"
+        "party '{party}', column '{column}', row {} (line {line} of the file): unknown category \
+         '{value}'; the public labels are {}",
+        .row + 1,
+        labels.join(", ")
     )]
     UnknownCategory {
         party: String,
@@ -77,12 +85,14 @@ impl TableError {
     pub fn without_values(&self) -> String {
         match self {
             TableError::NotANumber { party, column, row, line, .. } => format!(
-                "party '{party}', column '{column}', row {row} (line {line}): not a finite number \
-                 (the value stays with the party)"
+                "party '{party}', column '{column}', row {} (line {line} of the file): not a \
+                 finite number (the value stays with the party)",
+                row + 1
             ),
             TableError::UnknownCategory { party, column, row, line, .. } => format!(
-                "party '{party}', column '{column}', row {row} (line {line}): not one of the \
-                 column's public labels (the value stays with the party)"
+                "party '{party}', column '{column}', row {} (line {line} of the file): not one \
+                 of the column's public labels (the value stays with the party)",
+                row + 1
             ),
             other => other.to_string(),
         }

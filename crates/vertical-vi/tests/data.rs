@@ -80,7 +80,8 @@ fn errors_name_column_row_and_value() {
             value: "NaN".into()
         }
     );
-    assert!(e.to_string().contains("'age', row 1"), "{e}");
+    // rows counted from 1 as people count them: the second data row, on the file's third line
+    assert!(e.to_string().contains("'age', row 2 (line 3 of the file)"), "{e}");
     let e = table::read_party(p, "age,sex\nabc,f\n").unwrap_err();
     assert!(matches!(e, TableError::NotANumber { ref value, .. } if value == "abc"));
     let e = table::read_party(p, "age,sex\ninf,f\n").unwrap_err();
@@ -104,7 +105,7 @@ fn what_a_party_may_tell_others_names_the_cell_but_not_its_value() {
     let told = e.without_values();
     assert!(!told.contains("martian"), "{told}");
     assert!(
-        told.contains("column 'sex', row 1 (line 3)") && told.contains("public labels"),
+        told.contains("column 'sex', row 2 (line 3 of the file)") && told.contains("public labels"),
         "{told}"
     );
     let e = table::read_party(p, "age,sex\n41.5e9x,f\n").unwrap_err();

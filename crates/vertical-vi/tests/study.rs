@@ -294,7 +294,7 @@ fn bad_tasks_and_tables_are_refused_naming_the_problem() {
     s.run();
     let reason = stopped(s.aggregator.machine.status());
     assert!(reason.contains("unknown category 99"), "{reason}");
-    assert!(reason.contains(&format!("row {}", cell / j)), "{reason}");
+    assert!(reason.contains(&format!("row {}", cell / j + 1)), "rows count from 1: {reason}");
 
     // the aggregator refuses a task it cannot run, naming the problem
     let bad = |edit: &dyn Fn(&mut VviTask), want: &str| {

@@ -46,7 +46,8 @@ use crate::studies::nn::form::NnForm;
 use crate::studies::nn::run::{NnFinished, NnLive, NnRun};
 use crate::studies::regression::public_bounds::{self, BoundsAnnouncement};
 use crate::studies::vertical_vi::data::{CPS1988_URL, VviSource};
-use crate::studies::vertical_vi::run::{VviFields, VviLive, VviRun};
+use crate::studies::vertical_vi::form::VviForm;
+use crate::studies::vertical_vi::run::{VviLive, VviRun};
 use crate::transport::WsTransport;
 use crate::worker::host::WorkerHost;
 use crate::worker::protocol::{FromWorker, ToWorker};
@@ -378,33 +379,53 @@ impl DashboardStudy {
         });
     }
 
-    /// Starts a vertical synthetic-data study (DP-VI + MPC): announces the table, then the task
-    /// to the parties and the dealer the form picked among the sites present.
-    /// With CPS1988 the dashboard first fetches the public file for the test NLL (the parties
-    /// fetch it themselves, each keeping its own columns).
-    pub fn start_vvi(&self, fields: VviFields) {
-        let source = fields.source;
+    /// Starts a vertical synthetic-data study (DP-VI + MPC): reads the form for the sites present
+    /// (nothing is fetched, sent or charged for a form that does not read), then announces the
+    /// table and the task to the parties and the dealer it picked. With CPS1988 the dashboard
+    /// first fetches the public file for the test NLL and the real marginals (the parties fetch
+    /// it themselves, each keeping its own columns), and checks the roles are still present.
+    pub fn start_vvi(
+        &self,
+        read: impl FnOnce(
+            &[ParticipantId],
+            &BTreeMap<ParticipantId, String>,
+        ) -> Result<VviForm, FormError>
+        + 'static,
+    ) {
+        if self.refuse_while_busy() {
+            return;
+        }
+        let Some(inner) = self.inner() else { return };
+        let (sites, names) = present_sites(&inner.borrow().room);
+        let form = match read(&sites, &names) {
+            Ok(form) => form,
+            Err(e) => {
+                self.view.start_error.set(Some(e));
+                return;
+            }
+        };
+        let source = form.fields.source;
         let open = move |this: Self, joined: Option<String>| {
-            this.start_study(Ok::<_, FormError>, |inner, ws, sites, names| {
+            let check = move |sites: Vec<ParticipantId>| {
+                let (_, names) = this.inner().map(|i| present_sites(&i.borrow().room)).unzip();
+                form.still_present(&sites, &names.unwrap_or_default()).map(|()| form)
+            };
+            this.start_study(check, |inner, ws, form, names| {
                 let me =
                     inner.room.me.get_untracked().map(|p| p.id).ok_or("not in the room yet")?;
                 let transport =
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
-                inner.vvi_count += 1;
-                let number = inner.vvi_count;
+                let number = inner.vvi_count + 1;
                 let joined = joined.as_deref();
-                let run =
-                    VviRun::start(number, me, &fields, &sites, transport, names, wall_ms(), joined);
-                inner.vvi = Some(run?);
+                let run = VviRun::start(number, me, &form, transport, names, wall_ms(), joined)?;
+                inner.vvi_count = number;
+                inner.vvi = Some(run);
                 Ok(())
             });
         };
         // Only CPS1988 is fetched here; a generated table is redrawn, own columns are not public.
         if source != VviSource::Cps1988 {
             open(*self, None);
-            return;
-        }
-        if self.refuse_while_busy() {
             return;
         }
         let this = *self;

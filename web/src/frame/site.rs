@@ -53,7 +53,7 @@ use crate::studies::vertical_vi::own::OwnColumns;
 use crate::studies::vertical_vi::run::{self as vvi_run, DataAnnouncement, VviData};
 use crate::studies::vertical_vi::worker::VviSiteView;
 use crate::worker::host::WorkerHost;
-use crate::worker::protocol::{FromWorker, OwnData, ToWorker};
+use crate::worker::protocol::{FromWorker, OwnData, ToWorker, VviStart};
 
 type SharedLedger = Rc<RefCell<Ledger>>;
 
@@ -666,7 +666,8 @@ impl SiteStudy {
         let mut guard = inner.borrow_mut();
         let (Some(me), Some(ledger)) = (guard.me.clone(), guard.ledger.clone()) else { return };
         let study = VviMessage::decode(payload).map(|m| m.study).ok();
-        let data = guard.vvi_data.as_ref().filter(|d| Some(d.study) == study).map(|d| d.data);
+        let announced = guard.vvi_data.as_ref().filter(|d| Some(d.study) == study);
+        let (data, twin_seed) = (announced.map(|d| d.data), announced.map(|d| d.twin_seed));
         // A party on CPS1988 fetches the file in its worker, which keeps only its own columns.
         let file_url = data.and_then(|d| d.file()).and_then(|f| crate::fetch::absolute(f).ok());
         // A party on its own columns hands their text to its worker; no other run sees them.
@@ -674,7 +675,12 @@ impl SiteStudy {
             Some(VviData::Own { .. }) => self.view.vvi_own.get_untracked().map(|o| o.text),
             _ => None,
         };
-        let start = ToWorker::VviStart {
+        // The names people gave the room's members, for the panel's sentences.
+        let mut names: BTreeMap<ParticipantId, String> = guard.room.roster.with_untracked(|r| {
+            r.members().iter().map(|m| (m.peer.id, display_name(&m.peer))).collect()
+        });
+        names.insert(me.id, display_name(&me));
+        let start = ToWorker::VviStart(Box::new(VviStart {
             me: me.id,
             aggregator: from,
             payload: payload.to_vec(),
@@ -682,8 +688,9 @@ impl SiteStudy {
             data,
             file_url,
             own,
-            twin_seed: fresh_seed(),
-        };
+            twin_seed,
+            names,
+        }));
         let Some(host) = self.worker(&mut guard) else { return };
         host.post(&start);
         guard.run = None;

@@ -72,22 +72,8 @@ pub enum ToWorker {
     EfpsnDeparture {
         who: ParticipantId,
     },
-    /// A `vvi/start`: this tab is a party (its block of the announced table, `data`) or the
-    /// dealer of the vertical synthetic-data study; `twin_seed` draws its synthetic CSV.
-    VviStart {
-        me: ParticipantId,
-        aggregator: ParticipantId,
-        #[serde(with = "bytes")]
-        payload: Vec<u8>,
-        ledger_json: String,
-        data: Option<crate::studies::vertical_vi::run::VviData>,
-        /// The absolute address of the table's file, when the party fetches one (a worker
-        /// started from a `blob:` URL cannot resolve the page's relative addresses).
-        file_url: Option<String>,
-        /// The tab's own columns (CSV text), only for a run on them (`VviData::Own`).
-        own: Option<String>,
-        twin_seed: u64,
-    },
+    /// A `vvi/start`: this tab is a party or the dealer of the vertical synthetic-data study.
+    VviStart(Box<VviStart>),
     /// The worker's own fetch of the vertical study's table finished (never sent by the tab).
     VviTable {
         joined: Result<String, String>,
@@ -101,6 +87,27 @@ pub enum ToWorker {
     VviDeparture {
         who: ParticipantId,
     },
+}
+
+/// A `vvi/start` for the worker: this tab is a party (its block of the announced table, `data`)
+/// or the dealer of the vertical synthetic-data study.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VviStart {
+    pub me: ParticipantId,
+    pub aggregator: ParticipantId,
+    #[serde(with = "bytes")]
+    pub payload: Vec<u8>,
+    pub ledger_json: String,
+    pub data: Option<crate::studies::vertical_vi::run::VviData>,
+    /// The absolute address of the table's file, when the party fetches one (a worker started
+    /// from a `blob:` URL cannot resolve the page's relative addresses).
+    pub file_url: Option<String>,
+    /// The tab's own columns (CSV text), only for a run on them (`VviData::Own`).
+    pub own: Option<String>,
+    /// The seed the dashboard announced for the synthetic twin: every tab draws the same one.
+    pub twin_seed: Option<u64>,
+    /// The names people gave the room's participants, for the panel's sentences.
+    pub names: BTreeMap<ParticipantId, String>,
 }
 
 /// A site's own data, loaded in its tab: never sent, demeaned, scaled by the public `scale` and

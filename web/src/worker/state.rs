@@ -65,29 +65,7 @@ impl WorkerState {
                 self.efpsn.message(from, &payload, now_ms)
             }
             (ToWorker::EfpsnDeparture { who }, _) => self.efpsn.departure(who, now_ms),
-            (
-                ToWorker::VviStart {
-                    me,
-                    aggregator,
-                    payload,
-                    ledger_json,
-                    data,
-                    file_url,
-                    own,
-                    twin_seed,
-                },
-                _,
-            ) => self.vvi.start(
-                me,
-                aggregator,
-                &payload,
-                &ledger_json,
-                data,
-                file_url,
-                own,
-                twin_seed,
-                now_ms,
-            ),
+            (ToWorker::VviStart(start), _) => self.vvi.start(*start, now_ms),
             (ToWorker::VviTable { joined }, _) => self.vvi.table(joined, now_ms),
             (ToWorker::VviMessage { from, payload }, _) => self.vvi.message(from, &payload, now_ms),
             (ToWorker::VviDeparture { who }, _) => self.vvi.departure(who, now_ms),

@@ -210,6 +210,25 @@ pub fn party_variance(clip: f64, sigma: f64, parties: usize) -> f64 {
     s * s / parties as f64
 }
 
+/// Whether the parties' noise for clip C, multiplier σ and P parties is what the exact sampler
+/// draws: a positive [`party_variance`] that [`sample_discrete_gaussian`] represents exactly.
+/// The check every tab makes before a run ([`crate::study::VviTask::check`]), so a σ or C the
+/// sampler would refuse at the first step is refused before anything is charged. (A variance
+/// that underflows to 0 would be the test-only "noise off": refused here too.)
+pub fn check_party_noise(clip: f64, sigma: f64, parties: usize) -> Result<(), MpcError> {
+    let variance = party_variance(clip, sigma, parties);
+    if variance == 0.0 {
+        return Err(MpcError::NoiseVariance { variance });
+    }
+    exact_rational(variance).map(|_| ())
+}
+
+/// The noise std C·σ (in the data's units) below which the exact sampler represents the
+/// per-party variance for P parties: the variance (2^f·C·σ)²/P must stay below 2^99.
+pub fn max_noise_std(parties: usize) -> f64 {
+    (2f64.powi(99) * parties as f64).sqrt() / crate::mpc::ring::SCALE
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +241,26 @@ mod tests {
         assert_eq!(U256::from(5).checked_mul_u128(7), Some(U256::from(35)));
         assert_eq!(U256 { hi: 1, lo: 0 }.sub(U256::from(1)), U256::from(u128::MAX));
         assert_eq!(U256 { hi: 1, lo: 0 }.bits(), 129);
+    }
+
+    #[test]
+    fn the_noise_check_is_the_samplers_own_limit() {
+        for parties in [2, 3, 5] {
+            let top = max_noise_std(parties) * (1.0 - 1e-9);
+            assert!(check_party_noise(top, 1.0, parties).is_ok(), "{parties}: {top}");
+            assert!(check_party_noise(1.0, top, parties).is_ok());
+            assert!(check_party_noise(top * 1.001, 1.0, parties).is_err());
+            // what passes the check, the sampler draws
+            let v = party_variance(top, 1.0, parties);
+            assert!(
+                sample_discrete_gaussian(v, &mut capelab_core::rng::Seed::Fixed(1).rng("t"))
+                    .is_ok()
+            );
+        }
+        assert_eq!(max_noise_std(2), 262_144.0);
+        assert!(check_party_noise(1.0, 1.0, 2).is_ok());
+        assert!(check_party_noise(1e12, 1.0, 2).is_err(), "issue 30: σ or C = 1e12");
+        assert!(check_party_noise(1.0, 1e-320, 2).is_err(), "no noise is no study");
     }
 
     #[test]

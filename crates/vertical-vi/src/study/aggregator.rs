@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use capelab_core::accountant::ledger::Shortfall;
 use capelab_core::driver::{Machine, Outgoing};
 use capelab_core::rng::Seed;
 use capelab_core::study::StudyId;
@@ -14,7 +15,7 @@ use capelab_core::wire::ParticipantId;
 use super::messages::{Body, Release, VviMessage};
 use super::seal::{Links, Purpose};
 use super::task::VviTask;
-use super::{Status, StudyError, others, ring_values, to_each};
+use super::{Status, StudyError, heard_stop, others, ring_values, to_each};
 use crate::model::gradient::{self, StepDraw};
 use crate::model::train::{initial_q, labels};
 use crate::model::{Model, Variational};
@@ -33,6 +34,8 @@ pub struct Aggregator {
     draw: Option<StepDraw>,
     shares: BTreeMap<usize, Vec<u128>>,
     status: Status,
+    /// The party that declined the run for its budget, and by how much it was short.
+    budget_refusal: Option<(ParticipantId, Shortfall)>,
 }
 
 impl Aggregator {
@@ -76,6 +79,7 @@ impl Aggregator {
             draw: None,
             shares: BTreeMap::new(),
             status: Status::Waiting,
+            budget_refusal: None,
         };
         Ok((agg, out))
     }
@@ -99,6 +103,12 @@ impl Aggregator {
 
     pub fn model(&self) -> &Model {
         &self.state.model
+    }
+
+    /// The party whose ledger could not cover the run (it declined before anything was charged
+    /// or released), with its shortfall: which budget to raise, and to what.
+    pub fn budget_refusal(&self) -> Option<(ParticipantId, Shortfall)> {
+        self.budget_refusal
     }
 
     /// The analyst's ε at the task's δ for the whole run.
@@ -127,7 +137,7 @@ impl Aggregator {
         self.status = Status::Stopped(reason.clone());
         self.draw = None;
         self.shares.clear();
-        let msg = VviMessage { study: self.study, body: Body::Stop { reason } };
+        let msg = VviMessage { study: self.study, body: Body::Stop { reason, budget: None } };
         to_each(others(&self.task, self.me, self.me), &msg)
     }
 
@@ -246,7 +256,12 @@ impl Machine for Aggregator {
             Body::Opened { step, sealed } if party.is_some() => {
                 self.on_opened(party.expect("checked"), from, step, &sealed)
             }
-            Body::Stop { reason } => Ok(self.stop(format!("{who} stopped the run: {reason}"))),
+            Body::Stop { reason, budget } => {
+                if let (Some(shortfall), Some(_)) = (budget, party) {
+                    self.budget_refusal = Some((from, shortfall));
+                }
+                Ok(self.stop(heard_stop(&who, &reason)))
+            }
             other => Err(StudyError::Protocol(format!(
                 "{who} may not send a {} message to the aggregator",
                 VviMessage { study: msg.study, body: other }.kind()

@@ -12,7 +12,7 @@ use capelab_core::wire::{ParticipantId, To};
 use super::messages::{Body, VviMessage};
 use super::seal::{Links, Purpose};
 use super::task::{BatchSampling, VviTask};
-use super::{Status, StudyError, others, step_seed, stop_member, to_each};
+use super::{Status, StudyError, heard_stop, others, step_seed, stop_member, to_each};
 use crate::mpc::circuit::{Shape, gradient_program};
 use crate::mpc::dealer::deal_program;
 
@@ -48,7 +48,7 @@ impl Dealer {
 
     fn stop(&mut self, reason: String, tell: bool) -> Vec<Outgoing> {
         let run = self.run.as_ref().map(|r| (r.study, &r.task));
-        stop_member(&mut self.status, run, self.aggregator, self.me, reason, tell)
+        stop_member(&mut self.status, run, self.aggregator, self.me, reason, tell, None)
     }
 
     fn on_start(&mut self, study: StudyId, task: VviTask) -> Vec<Outgoing> {
@@ -147,9 +147,7 @@ impl Machine for Dealer {
                 self.status = Status::Released(release);
                 Ok(Vec::new())
             }
-            Body::Stop { reason } => {
-                Ok(self.stop(format!("{who} stopped the run: {reason}"), false))
-            }
+            Body::Stop { reason, .. } => Ok(self.stop(heard_stop(&who, &reason), false)),
             other => Err(StudyError::Protocol(format!(
                 "{who} may not send a {} message to the dealer",
                 VviMessage { study: msg.study, body: other }.kind()

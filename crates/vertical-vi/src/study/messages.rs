@@ -3,6 +3,7 @@
 //! MPC traffic ([`Body::Triples`], [`Body::Round`], [`Body::Opened`]) is sealed end to end
 //! ([`super::seal`]).
 
+use capelab_core::accountant::ledger::Shortfall;
 use capelab_core::codec;
 use capelab_core::study::StudyId;
 use serde::{Deserialize, Serialize};
@@ -41,15 +42,42 @@ pub struct VviMessage {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Body {
-    Start { task: Box<VviTask>, aggregator_key: [u8; 32] },
-    Key { public: [u8; 32] },
-    Deal { step: u32, batch: u32 },
-    Triples { step: u32, sealed: Vec<u8> },
-    Step { step: u32, theta: Vec<f64>, batch: Vec<u32> },
-    Round { step: u32, round: u32, sealed: Vec<u8> },
-    Opened { step: u32, sealed: Vec<u8> },
+    Start {
+        task: Box<VviTask>,
+        aggregator_key: [u8; 32],
+    },
+    Key {
+        public: [u8; 32],
+    },
+    Deal {
+        step: u32,
+        batch: u32,
+    },
+    Triples {
+        step: u32,
+        sealed: Vec<u8>,
+    },
+    Step {
+        step: u32,
+        theta: Vec<f64>,
+        batch: Vec<u32>,
+    },
+    Round {
+        step: u32,
+        round: u32,
+        sealed: Vec<u8>,
+    },
+    Opened {
+        step: u32,
+        sealed: Vec<u8>,
+    },
     Report(Release),
-    Stop { reason: String },
+    /// `budget`: the stopping party declined for its ledger, short by this much (so the
+    /// dashboard can say which budget to raise and to what, without seeing the ledger).
+    Stop {
+        reason: String,
+        budget: Option<Shortfall>,
+    },
 }
 
 /// What the run releases: the posterior after `steps` steps and the analyst's (ε, δ) for it.

@@ -70,6 +70,7 @@ pub use messages::{Body, Release, VviMessage, kind};
 pub use party::Party;
 pub use task::{BatchSampling, VviTask};
 
+use capelab_core::accountant::ledger::Shortfall;
 use capelab_core::driver::Outgoing;
 use capelab_core::rng::{Seed, derive};
 use capelab_core::study::StudyId;
@@ -82,7 +83,8 @@ use crate::mpc::MpcError;
 /// Everything a role refuses, each naming the problem.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum StudyError {
-    #[error("task refused: {0}")]
+    /// The task (or this tab's part in it) cannot run; the text says why, in plain words.
+    #[error("{0}")]
     Task(String),
     #[error("malformed message: {0}")]
     Malformed(String),
@@ -153,7 +155,8 @@ fn to_each(to: impl IntoIterator<Item = ParticipantId>, msg: &VviMessage) -> Vec
 }
 
 /// A party's or the dealer's stop: `status` becomes `Stopped(reason)` once; with `tell` (it stops
-/// of its own accord), every other member of the run hears why.
+/// of its own accord), every other member of the run hears why (and, for a party that declined for
+/// its budget, by how much it is short).
 fn stop_member(
     status: &mut Status,
     run: Option<(StudyId, &VviTask)>,
@@ -161,6 +164,7 @@ fn stop_member(
     me: ParticipantId,
     reason: String,
     tell: bool,
+    budget: Option<Shortfall>,
 ) -> Vec<Outgoing> {
     if status.is_over() {
         return Vec::new();
@@ -168,10 +172,20 @@ fn stop_member(
     *status = Status::Stopped(reason.clone());
     match (run, tell) {
         (Some((study, task)), true) => {
-            let msg = VviMessage { study, body: Body::Stop { reason } };
+            let msg = VviMessage { study, body: Body::Stop { reason, budget } };
             to_each(others(task, aggregator, me), &msg)
         }
         _ => Vec::new(),
+    }
+}
+
+/// What a member says of `who`'s stop: its reason, which names `who` already when `who` stopped
+/// of its own accord ("party 1 (participant 3) refused the run: …"), else prefixed with it.
+fn heard_stop(who: &str, reason: &str) -> String {
+    if reason.starts_with(who) {
+        reason.to_owned()
+    } else {
+        format!("{who} stopped the run: {reason}")
     }
 }
 

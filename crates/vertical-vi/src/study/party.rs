@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use capelab_core::accountant::LedgerError;
+use capelab_core::accountant::ledger::Shortfall;
 use capelab_core::codec;
 use capelab_core::driver::{Machine, Outgoing};
 use capelab_core::rng::Seed;
@@ -17,8 +19,8 @@ use super::messages::{Body, VviMessage};
 use super::seal::{Links, Purpose};
 use super::task::VviTask;
 use super::{
-    Status, StudyError, ledger_study_name, others, ring_bytes, ring_values, step_seed, stop_member,
-    to_each,
+    Status, StudyError, heard_stop, ledger_study_name, others, ring_bytes, ring_values, step_seed,
+    stop_member, to_each,
 };
 use crate::model::Model;
 use crate::model::local::party_local;
@@ -59,6 +61,8 @@ pub struct Party<L> {
     transcript: Option<Vec<Message>>,
     /// Why this party has no usable block (see [`Party::refusing`]).
     unusable: Option<String>,
+    /// How far its ledger was short, when it declined the run for its budget.
+    shortfall: Option<Shortfall>,
 }
 
 impl<L: LedgerAccess> Party<L> {
@@ -80,6 +84,7 @@ impl<L: LedgerAccess> Party<L> {
             status: Status::Waiting,
             transcript: None,
             unusable: None,
+            shortfall: None,
         }
     }
 
@@ -119,9 +124,20 @@ impl<L: LedgerAccess> Party<L> {
         self.run.as_ref().map(|r| r.links.public())
     }
 
+    /// Whether this party's ledger recorded the run (it does before its first share leaves).
+    pub fn charged(&self) -> bool {
+        self.run.as_ref().is_some_and(|r| r.recorded)
+    }
+
+    /// Why this party's ledger could not cover the run, when it declined for its budget.
+    pub fn shortfall(&self) -> Option<Shortfall> {
+        self.shortfall
+    }
+
     fn stop(&mut self, reason: String, tell: bool) -> Vec<Outgoing> {
         let run = self.run.as_ref().map(|r| (r.study, &r.task));
-        stop_member(&mut self.status, run, self.aggregator, self.me, reason, tell)
+        let budget = self.shortfall;
+        stop_member(&mut self.status, run, self.aggregator, self.me, reason, tell, budget)
     }
 
     fn on_start(
@@ -155,13 +171,10 @@ impl<L: LedgerAccess> Party<L> {
                 let releases =
                     ledger_releases(&task.privacy_run(), &ledger_study_name(study), now_ms)
                         .map_err(|e| StudyError::Task(format!("privacy: {e}")))?;
-                self.ledger
-                    .with_ledger(|l| {
-                        gate::preview(l, &releases).map(|_| ()).map_err(|e| e.to_string())
-                    })
-                    .map_err(|e| {
-                        StudyError::Task(format!("this party's ledger refuses the run: {e}"))
-                    })
+                self.ledger.with_ledger(|l| gate::preview(l, &releases).map(|_| ())).map_err(|e| {
+                    self.shortfall = e.shortfall();
+                    StudyError::Task(budget_words(&e))
+                })
             });
         let mut links = Links::new(self.me, study, &mut self.seed.rng("vvi/party/link-key"));
         // Only a checked block is cut (a block of the wrong size has no training rows).
@@ -207,7 +220,7 @@ impl<L: LedgerAccess> Party<L> {
 
     fn advance_inner(&mut self, now_ms: u64) -> Result<Vec<Outgoing>, Halt> {
         let mut out = Vec::new();
-        let Party { me, aggregator, ledger, seed, run, status, transcript, .. } = self;
+        let Party { me, aggregator, ledger, seed, run, status, transcript, shortfall, .. } = self;
         let (me, aggregator) = (*me, *aggregator);
         let Some(run) = run.as_mut() else { return Ok(out) };
         if status.is_over() {
@@ -225,12 +238,15 @@ impl<L: LedgerAccess> Party<L> {
                     .with_ledger(|l| {
                         let t = release_time(l, now_ms);
                         let releases =
-                            ledger_releases(&prun, &name, t).map_err(|e| e.to_string())?;
-                        gate::spend(l, releases).map(|_| ()).map_err(|e| e.to_string())
+                            ledger_releases(&prun, &name, t).map_err(|e| (e.to_string(), None))?;
+                        gate::spend(l, releases)
+                            .map(|_| ())
+                            .map_err(|e| (budget_words(&e), e.shortfall()))
                     })
-                    .map_err(|e| {
+                    .map_err(|(e, short)| {
+                        *shortfall = short;
                         Halt::Stop(format!(
-                            "party {}'s ledger refused the run at step 1: {e}",
+                            "party {} (participant {me}) refused the run at step 1: {e}",
                             run.index
                         ))
                     })?;
@@ -439,8 +455,8 @@ impl<L: LedgerAccess> Machine for Party<L> {
                 self.status = Status::Released(release);
                 return Ok(Vec::new());
             }
-            Body::Stop { reason } => {
-                return Ok(self.stop(format!("{who} stopped the run: {reason}"), false));
+            Body::Stop { reason, .. } => {
+                return Ok(self.stop(heard_stop(&who, &reason), false));
             }
             other => {
                 return Err(StudyError::Protocol(format!(
@@ -474,6 +490,20 @@ impl<L: LedgerAccess> Machine for Party<L> {
 
     fn is_finished(&self) -> bool {
         self.status.is_over()
+    }
+}
+
+/// Why a party's ledger refused the run, in plain words (the numbers a budget needs, no more).
+fn budget_words(e: &LedgerError) -> String {
+    match e.shortfall() {
+        Some(Shortfall { budget, needed: Some(needed), .. }) => format!(
+            "its privacy budget (ε = {budget:.2}) does not cover the run, which would bring its \
+             total to ε = {needed:.2}"
+        ),
+        Some(Shortfall { delta, .. }) => {
+            format!("its privacy budget's δ = {delta:e} is used up by its earlier (ε, δ) releases")
+        }
+        None => format!("its ledger cannot take the run: {e}"),
     }
 }
 

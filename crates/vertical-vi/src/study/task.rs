@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::StudyError;
 use crate::model::{Sampling, TrainConfig};
 use crate::mpc::GradientConfig;
+use crate::mpc::noise::{check_party_noise, max_noise_std};
 use crate::privacy::{self, Adjacency, NoiseSource, Run, Viewer};
 use crate::schema::{Cell, FeatureKind, PartyBlock, Schema, UNIT_CLAMP};
 use crate::table::{Split, train_test_split};
@@ -62,6 +63,28 @@ fn bad(what: impl Into<String>) -> StudyError {
 }
 
 impl VviTask {
+    /// The most rows N a tab takes: every party holds N rows of its columns and draws an N-row
+    /// twin, the dashboard a whole table of N rows (a browser tab's memory, not the protocol's).
+    pub const MAX_ROWS: usize = 100_000;
+    /// The fewest mixture components K: the gradient circuit's π block has K − 1 values, and
+    /// its sums over that block need one.
+    pub const MIN_COMPONENTS: usize = 2;
+    /// The most mixture components K.
+    pub const MAX_COMPONENTS: usize = 64;
+    /// The most steps T.
+    pub const MAX_STEPS: u32 = 20_000;
+    /// The largest expected batch B.
+    pub const MAX_BATCH: usize = 2_000;
+    /// The most secret-shared gradient values one step computes, B·D: the dealer's material and
+    /// the parties' round messages grow with it (B·D = 80 000, K = 20 on CPS1988, sends 1.8 MB
+    /// per party per step).
+    pub const MAX_STEP_VALUES: usize = 250_000;
+
+    /// D, the gradient values per record ([`Schema::zeta_gradient_len`]).
+    pub fn gradient_len(&self) -> usize {
+        self.schema.zeta_gradient_len(self.components)
+    }
+
     /// Everything a tab checks before it takes part (`aggregator`: who announced the task).
     pub fn check(&self, aggregator: ParticipantId) -> Result<(), StudyError> {
         let p = self.schema.parties.len();
@@ -127,8 +150,13 @@ impl VviTask {
                 }
             }
         }
-        if !(1..=64).contains(&self.components) {
-            return Err(bad(format!("K = {}: must be 1 to 64", self.components)));
+        if !(Self::MIN_COMPONENTS..=Self::MAX_COMPONENTS).contains(&self.components) {
+            return Err(bad(format!(
+                "K = {}: must be from {} to {}",
+                self.components,
+                Self::MIN_COMPONENTS,
+                Self::MAX_COMPONENTS
+            )));
         }
         if !(self.noise_multiplier.is_finite() && self.noise_multiplier > 0.0) {
             return Err(bad(format!(
@@ -139,8 +167,20 @@ impl VviTask {
         if !(self.clip.is_finite() && self.clip > 0.0) {
             return Err(bad(format!("clip bound C = {}: must be positive", self.clip)));
         }
-        if self.steps == 0 {
-            return Err(bad("T = 0 steps"));
+        // The sampler's own limit, checked before anything is charged, not at step 1.
+        check_party_noise(self.clip, self.noise_multiplier, p).map_err(|_| {
+            bad(format!(
+                "the noise std C·σ = {} is more than the MPC's exact noise can carry (it must \
+                 stay below {} with {p} parties)",
+                self.clip * self.noise_multiplier,
+                max_noise_std(p)
+            ))
+        })?;
+        if self.steps == 0 || self.steps > Self::MAX_STEPS {
+            return Err(bad(format!("T = {}: must be from 1 to {}", self.steps, Self::MAX_STEPS)));
+        }
+        if self.rows > Self::MAX_ROWS {
+            return Err(bad(format!("N = {}: at most {} rows", self.rows, Self::MAX_ROWS)));
         }
         if !(self.learning_rate.is_finite() && self.learning_rate > 0.0) {
             return Err(bad(format!("learning rate {}: must be positive", self.learning_rate)));
@@ -161,10 +201,21 @@ impl VviTask {
         if self.rows < 2 || n == 0 {
             return Err(bad(format!("N = {} rows leave no training rows", self.rows)));
         }
-        if self.batch == 0 || self.batch > n {
+        if self.batch == 0 || self.batch > n.min(Self::MAX_BATCH) {
             return Err(bad(format!(
-                "batch B = {}: must be 1 to the {n} training rows",
-                self.batch
+                "batch B = {}: must be from 1 to {} (the {n} training rows, at most {})",
+                self.batch,
+                n.min(Self::MAX_BATCH),
+                Self::MAX_BATCH
+            )));
+        }
+        let values = self.batch.saturating_mul(self.gradient_len());
+        if values > Self::MAX_STEP_VALUES {
+            return Err(bad(format!(
+                "B·D = {} · {} = {values} secret-shared values a step, at most {}",
+                self.batch,
+                self.gradient_len(),
+                Self::MAX_STEP_VALUES
             )));
         }
         privacy::ledger_events(&self.privacy_run()).map_err(|e| bad(format!("privacy: {e}")))?;
@@ -201,9 +252,10 @@ impl VviTask {
                     (FeatureKind::Categorical { labels }, Cell::Category(c)) => {
                         if (c as usize) >= labels.len() {
                             return Err(bad(format!(
-                                "party {p}, column '{}' (#{j}), row {n}: unknown category {c} \
+                                "party {p}, column '{}' (#{j}), row {}: unknown category {c} \
                                  (the column has {} labels)",
                                 f.name,
+                                n + 1,
                                 labels.len()
                             )));
                         }
@@ -213,8 +265,10 @@ impl VviTask {
                 };
                 if !ok {
                     return Err(bad(format!(
-                        "party {p}, column '{}' (#{j}), row {n}: {cell:?} does not fit {:?}",
-                        f.name, f.kind
+                        "party {p}, column '{}' (#{j}), row {}: {cell:?} does not fit {:?}",
+                        f.name,
+                        n + 1,
+                        f.kind
                     )));
                 }
             }

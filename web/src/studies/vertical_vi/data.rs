@@ -93,15 +93,14 @@ pub fn cps1988_block(joined: &str, party: usize) -> Result<PartyBlock, String> {
     Ok(read.block)
 }
 
-/// The test rows of every party (`test` indices), for the dashboard's test NLL. Possible only
-/// because the table is public: generated from the announced seed, or CPS1988 fetched whole;
-/// `None` for the parties' own columns, of which no tab holds a whole row.
-pub fn test_blocks(
+/// Every party's block of the whole table, for the dashboard's test NLL and its real marginals.
+/// Possible only because the table is public: generated from the announced seed, or CPS1988
+/// fetched whole; `None` for the parties' own columns, of which no tab holds a whole row.
+pub fn public_blocks(
     data: &VviData,
     joined: Option<&str>,
-    test: &[usize],
 ) -> Result<Option<Vec<PartyBlock>>, String> {
-    let blocks = match data {
+    Ok(Some(match data {
         VviData::Generated { rows, seed } => adult_like(*rows, *seed).blocks,
         VviData::Cps1988 => {
             let joined = joined.ok_or("CPS1988 was not fetched")?;
@@ -109,8 +108,12 @@ pub fn test_blocks(
             tables.into_iter().map(|t| t.block).collect()
         }
         VviData::Own { .. } => return Ok(None),
-    };
-    Ok(Some(blocks.iter().map(|b| select_rows(b, test)).collect()))
+    }))
+}
+
+/// The test rows (`test` indices) of every party's block of [`public_blocks`], for the test NLL.
+pub fn test_blocks(blocks: &[PartyBlock], test: &[usize]) -> Vec<PartyBlock> {
+    blocks.iter().map(|b| select_rows(b, test)).collect()
 }
 
 /// The data source the dashboard's form picks.
@@ -136,11 +139,14 @@ impl VviSource {
     }
 }
 
-/// Which table the run `study` is on: public, sent to every party before the task.
+/// Which table the run `study` is on, and the seed every tab draws the synthetic twin with (so
+/// each party's CSV and the dashboard's table are the same twin): public, sent to every party
+/// before the task.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DataAnnouncement {
     pub study: StudyId,
     pub data: VviData,
+    pub twin_seed: u64,
 }
 
 impl DataAnnouncement {
@@ -173,7 +179,7 @@ mod tests {
         assert!(cps1988_block(JOINED, 2).unwrap_err().contains("no party 2"));
         let bad = JOINED.replace("cauc,yes,west", "martian,yes,west");
         let e = cps1988_block(&bad, 0).unwrap_err();
-        assert!(e.contains("ethnicity") && e.contains("row 2") && e.contains("martian"), "{e}");
+        assert!(e.contains("ethnicity") && e.contains("row 3") && e.contains("martian"), "{e}");
         assert_eq!(VviData::Cps1988.block(1, Some(JOINED)).unwrap(), b);
         assert!(VviData::Cps1988.block(0, None).unwrap_err().contains("not fetched"));
         assert_eq!(VviData::Cps1988.rows(), 28_155);
@@ -189,16 +195,17 @@ mod tests {
         assert!(data.block(2, None).is_err());
         assert_eq!(data.file(), None);
         for data in [data, VviData::Cps1988, VviData::Own { rows: 7 }] {
-            let msg = DataAnnouncement { study: StudyId([1; 16]), data };
+            let msg = DataAnnouncement { study: StudyId([1; 16]), data, twin_seed: 7 };
             assert_eq!(DataAnnouncement::decode(&msg.encode()).unwrap(), msg);
         }
-        let test = test_blocks(&VviData::Cps1988, Some(JOINED), &[2, 0]).unwrap().unwrap();
+        let whole = public_blocks(&VviData::Cps1988, Some(JOINED)).unwrap().unwrap();
+        let test = test_blocks(&whole, &[2, 0]);
         assert_eq!(test.iter().map(|b| (b.rows, b.features)).collect::<Vec<_>>(), [(2, 5), (2, 2)]);
         // The parties' own columns: the schema is CPS1988's, N the form's, and no test rows.
         let own = VviSource::Own.data(300, 9);
         assert_eq!((own, own.rows(), own.file()), (VviData::Own { rows: 300 }, 300, None));
         assert_eq!(own.schema(), cps1988::schema());
-        assert_eq!(test_blocks(&own, None, &[0]).unwrap(), None);
+        assert_eq!(public_blocks(&own, None).unwrap(), None);
         assert!(own.block(0, None).is_err());
     }
 }

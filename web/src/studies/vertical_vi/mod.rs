@@ -5,6 +5,8 @@ pub mod baseline;
 pub mod baseline_card;
 pub mod centre;
 pub mod data;
+pub mod figure;
+pub mod form;
 pub mod own;
 pub mod own_card;
 pub mod panel;

@@ -14,13 +14,16 @@ column and value; what it tells the other members names the row and column but n
 ([`TableError::without_values`]).
 
 [`preview`] checks a file as it is loaded, against the party whose columns its header holds, so a
-mistake shows at once rather than at the start of a run.
+mistake shows at once rather than at the start of a run, and the tab says which party it can be.
 
 [`cps1988::schema`]: capelab_vertical_vi::cps1988::schema
 */
 
 use capelab_vertical_vi::schema::{FeatureKind, PartyBlock, PartySchema, Schema};
 use capelab_vertical_vi::table::{self, TableError};
+
+use crate::numbers::{group, show};
+use crate::studies::vertical_vi::view::{party_letter, people_label};
 
 /// A party tab's own columns as loaded: kept on the tab, handed to its worker only when a run on
 /// own columns starts.
@@ -52,42 +55,80 @@ pub fn column_list(schema: &PartySchema) -> String {
     schema.features.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", ")
 }
 
-/// One column's public description: "region ∈ {northeast, midwest, south, west}" or
-/// "wage in [50, 20000] (log scale)".
+/// One column's public description: "region ∈ {northeast, midwest, south, west}", "experience ∈
+/// {-5--1 (−5 to −1), …}" (how a file writes a label, and how it reads) or "wage from 50 to
+/// 20 000 (log scale)".
 pub fn column_rule(kind: &FeatureKind, name: &str) -> String {
     match kind {
-        FeatureKind::Categorical { labels } => format!("{name} ∈ {{{}}}", labels.join(", ")),
+        FeatureKind::Categorical { labels } => {
+            let shown: Vec<String> = labels
+                .iter()
+                .map(|l| match people_label(l) {
+                    read if read == *l => read,
+                    read => format!("{l} ({read})"),
+                })
+                .collect();
+            format!("{name} ∈ {{{}}}", shown.join(", "))
+        }
         FeatureKind::Beta { lo, hi, log } => {
-            format!("{name} in [{lo}, {hi}]{}", if *log { " (log scale)" } else { "" })
+            format!(
+                "{name} from {} to {}{}",
+                show(*lo),
+                show(*hi),
+                if *log { " (log scale)" } else { "" }
+            )
         }
     }
 }
 
-/// Party `schema`'s block from its own `text`, which must hold the announced `rows` rows.
+/// Party `party`'s block of `schema` from this tab's own `text`, which must hold the announced
+/// `rows` rows. A file of another party's columns is named as such, with the way out.
 pub fn own_block(
-    schema: &PartySchema,
+    schema: &Schema,
+    party: usize,
     text: Option<&str>,
     rows: usize,
 ) -> Result<PartyBlock, Refusal> {
+    let me = &schema.parties[party];
+    let picked = format!("party {} ({})", party_letter(party), me.name);
     let Some(text) = text else {
         return Err(Refusal::public(format!(
-            "party '{}' has loaded no file of its own columns: load one ({}) under \"Vertical \
+            "{picked} has loaded no file of its own columns: load one ({}) under \"Vertical \
              study: your own columns\" on its tab, then start the run again",
-            schema.name,
-            column_list(schema)
+            column_list(me)
         )));
     };
-    let read = table::read_party(schema, text).map_err(|e| Refusal {
-        here: format!("{e}. Fix the file, load it again, and ask for a new run"),
-        told: format!("its file does not fit the announced schema: {}", e.without_values()),
-    })?;
+    let read = match table::read_party(me, text) {
+        Ok(read) => read,
+        Err(TableError::MissingColumn { .. })
+            if let Ok(fits) = preview(schema, text)
+                && fits.party != party =>
+        {
+            return Err(Refusal::public(format!(
+                "the dashboard picked this tab as {picked}, but its file holds {}'s columns: \
+                 pick this tab as party {} in the dashboard's form (or load {picked}'s columns, \
+                 {}, here)",
+                fits.name,
+                party_letter(fits.party),
+                column_list(me)
+            )));
+        }
+        Err(e) => {
+            return Err(Refusal {
+                here: format!("{e}. Fix the file, load it again, and ask for a new run"),
+                told: format!("its file does not fit the announced schema: {}", e.without_values()),
+            });
+        }
+    };
     if read.block.rows != rows {
         let had = read.block.rows;
         return Err(Refusal::public(format!(
-            "party '{}': its file has {had} rows, the dashboard announced N = {rows} (rows are \
-             aligned by position across the parties: load a file of {rows} rows, or start the \
-             run with the N every party holds)",
-            schema.name
+            "{picked}: its file has {} rows, the dashboard announced N = {} (rows are aligned by \
+             position across the parties: load a file of {} rows, or start the run with the N \
+             every party holds)",
+            group(had),
+            group(rows),
+            group(rows)
         )));
     }
     Ok(read.block)
@@ -109,7 +150,7 @@ pub struct Fits {
 pub fn preview(schema: &Schema, text: &str) -> Result<Fits, String> {
     let mut missing = Vec::new();
     for (p, party) in schema.parties.iter().enumerate() {
-        let letter = ["A", "B", "C", "D"].get(p).copied().unwrap_or("?");
+        let letter = party_letter(p);
         match table::read_party(party, text) {
             Ok(read) => {
                 return Ok(Fits {
@@ -151,30 +192,43 @@ mod tests {
     #[test]
     fn a_party_file_is_read_against_its_announced_columns_and_row_count() {
         let s = cps1988::schema();
-        let a = own_block(&s.parties[0], Some(A), 3).unwrap();
+        let a = own_block(&s, 0, Some(A), 3).unwrap();
         assert_eq!((a.rows, a.features), (3, 5));
-        let e = own_block(&s.parties[1], Some(B), 4).unwrap_err();
+        let e = own_block(&s, 1, Some(B), 4).unwrap_err();
         assert_eq!(e.here, e.told, "a row count is no private value");
         assert!(e.here.contains("has 3 rows, the dashboard announced N = 4"), "{}", e.here);
-        let e = own_block(&s.parties[0], None, 3).unwrap_err();
+        let e = own_block(&s, 0, None, 3).unwrap_err();
         assert!(e.told.contains("loaded no file") && e.told.contains("education, experience"));
+    }
+
+    #[test]
+    fn another_party_s_file_is_named_with_the_way_out() {
+        let s = cps1988::schema();
+        let e = own_block(&s, 0, Some(B), 3).unwrap_err();
+        assert_eq!(e.here, e.told, "which columns a file holds is public (the schema)");
+        assert!(
+            e.here.starts_with(
+                "the dashboard picked this tab as party A (demographics), but its file holds \
+                 party B (financial)'s columns: pick this tab as party B"
+            ),
+            "{}",
+            e.here
+        );
     }
 
     #[test]
     fn a_bad_value_is_named_here_and_withheld_from_the_others() {
         let s = cps1988::schema();
         let bad = A.replace("afam,no,west", "martian,no,west");
-        let e = own_block(&s.parties[0], Some(&bad), 3).unwrap_err();
-        assert!(
-            e.here.contains("'ethnicity', row 1") && e.here.contains("'martian'"),
-            "{}",
-            e.here
-        );
+        let e = own_block(&s, 0, Some(&bad), 3).unwrap_err();
+        // rows counted from 1 as people count them: the second data row, on line 3
+        let at = "'ethnicity', row 2 (line 3 of the file)";
+        assert!(e.here.contains(at) && e.here.contains("'martian'"), "{}", e.here);
         assert!(e.here.contains("load it again"), "the way out: {}", e.here);
-        assert!(e.told.contains("'ethnicity', row 1") && !e.told.contains("martian"), "{}", e.told);
+        assert!(e.told.contains(at) && !e.told.contains("martian"), "{}", e.told);
         let nan = B.replace("123.46", "NaN");
-        let e = own_block(&s.parties[1], Some(&nan), 3).unwrap_err();
-        assert!(e.here.contains("'wage', row 1") && e.here.contains("'NaN'"), "{}", e.here);
+        let e = own_block(&s, 1, Some(&nan), 3).unwrap_err();
+        assert!(e.here.contains("'wage', row 2") && e.here.contains("'NaN'"), "{}", e.here);
         assert!(!e.told.contains("NaN"), "{}", e.told);
     }
 
@@ -191,9 +245,13 @@ mod tests {
             "{e}"
         );
         let e = preview(&s, &A.replace("16,0-4", "16,3")).unwrap_err();
-        assert!(e.contains("'experience', row 1") && e.contains("'3'"), "{e}");
+        assert!(e.contains("'experience', row 2") && e.contains("'3'"), "{e}");
+        let wage = column_rule(&s.parties[1].features[0].kind, "wage");
+        assert_eq!(wage, "wage from 50 to 20\u{202f}000 (log scale)");
+        let experience = column_rule(&s.parties[0].features[1].kind, "experience");
         assert!(
-            column_rule(&s.parties[1].features[0].kind, "wage").contains("[50, 20000] (log scale)")
+            experience.starts_with("experience ∈ {-5--1 (−5 to −1), 0-4 (0 to 4),"),
+            "{experience}"
         );
     }
 }

@@ -9,7 +9,9 @@ use leptos::prelude::*;
 
 use crate::frame::site::SiteStudy;
 use crate::frame::text_input::{PasteBox, TextFileInput};
+use crate::numbers::show;
 use crate::studies::vertical_vi::own::{OwnColumns, column_rule, preview};
+use crate::studies::vertical_vi::view::party_letter;
 
 #[component]
 pub fn VviOwnCard(study: SiteStudy) -> impl IntoView {
@@ -32,32 +34,40 @@ pub fn VviOwnCard(study: SiteStudy) -> impl IntoView {
         .map(|(p, party)| {
             let rules: Vec<String> =
                 party.features.iter().map(|f| column_rule(&f.kind, &f.name)).collect();
-            let letter = ["A", "B", "C", "D"].get(p).copied().unwrap_or("?");
+            let letter = party_letter(p);
             view! { <li>{format!("party {letter} ({}): {}", party.name, rules.join("; "))}</li> }
         })
         .collect_view();
-    // The check of what is loaded, against the schema the dashboard announces for own columns.
+    // The check of what is loaded, against the schema the dashboard announces for own columns:
+    // which party's columns the file holds, so this tab knows which party it can be.
     let status = move || {
         own.get().map(|o| {
             let checked = preview(&cps1988::schema(), &o.text);
-            let (fits, line) = match &checked {
+            let (party, line) = match &checked {
                 Ok(f) => (
-                    true,
+                    Some(party_letter(f.party)),
                     format!(
-                        "{}: party columns of {} ({} rows{}). Used when the dashboard starts a \
-                         run on the parties' own columns with N = {}.",
+                        "{}: holds {}'s columns, {} rows{}. In a run on the parties' own \
+                         columns this tab can be {} only: the dashboard picks it as party {} \
+                         and N = {}.",
                         o.origin,
                         f.name,
-                        f.rows,
+                        show(f.rows as f64),
                         match f.clamped {
                             0 => String::new(),
-                            n => format!(", {n} value(s) outside the public bounds, clamped"),
+                            n => format!(
+                                ", {} value{} outside the public bounds (clamped to them)",
+                                show(n as f64),
+                                if n == 1 { "" } else { "s" }
+                            ),
                         },
-                        f.rows
+                        f.name,
+                        party_letter(f.party),
+                        show(f.rows as f64)
                     ),
                 ),
                 Err(e) => (
-                    false,
+                    None,
                     format!(
                         "{}: does not fit the announced schema, so this tab would decline a run \
                          on it: {e}. Fix the file and load it again.",
@@ -65,10 +75,11 @@ pub fn VviOwnCard(study: SiteStudy) -> impl IntoView {
                     ),
                 ),
             };
-            let class = if fits { "muted" } else { "callout callout-error" };
+            let class = if party.is_some() { "muted" } else { "callout callout-error" };
             let rows = checked.as_ref().map_or(0, |f| f.rows);
             view! {
-                <p class=class data-testid="vvi-own-status" data-fits=fits.to_string() data-rows=rows>{line}</p>
+                <p class=class data-testid="vvi-own-status" data-fits=party.is_some().to_string()
+                    data-party=party.unwrap_or_default() data-rows=rows>{line}</p>
                 <button type="button" class="button button-small" on:click=move |_| own.set(None)>"Forget these columns"</button>
             }
         })

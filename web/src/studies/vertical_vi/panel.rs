@@ -10,33 +10,35 @@ use capelab_vertical_vi::{cps1988, schema::Schema};
 use leptos::prelude::*;
 
 use crate::components::charts::line;
-use crate::components::charts::scale::format_value;
 use crate::frame::dashboard::DashboardStudy;
 use crate::frame::download_button::DownloadButton;
+use crate::frame::form::{Field, FieldError, FormError, TextField};
 use crate::frame::start::{StartButton, StartError};
+use crate::numbers::{group, show};
 use crate::roster::{Presence, display_name};
 use crate::session::RoomState;
 use crate::studies::vertical_vi::baseline_card::VviBaselineInput;
-use crate::studies::vertical_vi::run::{VviData, VviFields, VviLive, VviSource};
-
-use crate::studies::vertical_vi::view::{nll_chart, status_text};
+use crate::studies::vertical_vi::data::VviSource;
+use crate::studies::vertical_vi::form::{self, VviText};
+use crate::studies::vertical_vi::run::{VviData, VviLive};
+use crate::studies::vertical_vi::view::{nll_chart, party_letter, status_text};
 
 #[component]
 pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
-    let d = VviFields::default();
-    let rows = RwSignal::new(d.rows.to_string());
-    let components = RwSignal::new(d.components.to_string());
-    let sigma = RwSignal::new(d.noise_multiplier.to_string());
-    let clip = RwSignal::new(d.clip.to_string());
-    let batch = RwSignal::new(d.batch.to_string());
-    let steps = RwSignal::new(d.steps.to_string());
+    let d = VviText::default();
+    let rows = RwSignal::new(d.rows);
+    let components = RwSignal::new(d.components);
+    let sigma = RwSignal::new(d.sigma);
+    let clip = RwSignal::new(d.clip);
+    let batch = RwSignal::new(d.batch);
+    let steps = RwSignal::new(d.steps);
     let dealer = RwSignal::new(String::new());
     let party_a = RwSignal::new(String::new());
     let party_b = RwSignal::new(String::new());
     let source = RwSignal::new("generated".to_string());
+    let error = study.view.start_error;
     let cps = move || source.get() == "cps1988";
     let own = move || source.get() == "own";
-    let form_error = RwSignal::new(None::<String>);
     let present = Memo::new(move |_| state.roster.with(|r| r.present_count(Role::Site)));
     let sites = Memo::new(move |_| {
         state.roster.with(|r| {
@@ -49,38 +51,23 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     let running = move || study.view.busy();
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        let whole = |name: &str, v: String| {
-            v.trim().parse::<usize>().map_err(|_| format!("{name}: “{v}” is not a whole number"))
+        let pick = |v: RwSignal<String>| v.get_untracked().parse::<ParticipantId>().ok();
+        let text = VviText {
+            rows: rows.get_untracked(),
+            components: components.get_untracked(),
+            sigma: sigma.get_untracked(),
+            clip: clip.get_untracked(),
+            batch: batch.get_untracked(),
+            steps: steps.get_untracked(),
+            source: match source.get_untracked().as_str() {
+                "cps1988" => VviSource::Cps1988,
+                "own" => VviSource::Own,
+                _ => VviSource::Generated,
+            },
+            dealer: pick(dealer),
+            parties: [pick(party_a), pick(party_b)],
         };
-        let number = |name: &str, v: String| {
-            v.trim().parse::<f64>().map_err(|_| format!("{name}: “{v}” is not a number"))
-        };
-        let pick = |v: String| v.parse::<ParticipantId>().ok();
-        let fields = (|| {
-            Ok::<_, String>(VviFields {
-                rows: whole("rows N", rows.get_untracked())?,
-                components: whole("components K", components.get_untracked())?,
-                noise_multiplier: number("noise σ", sigma.get_untracked())?,
-                clip: number("clip C", clip.get_untracked())?,
-                batch: whole("batch B", batch.get_untracked())?,
-                steps: whole("steps T", steps.get_untracked())? as u32,
-                learning_rate: VviFields::default().learning_rate,
-                dealer: pick(dealer.get_untracked()),
-                parties: [pick(party_a.get_untracked()), pick(party_b.get_untracked())],
-                source: match source.get_untracked().as_str() {
-                    "cps1988" => VviSource::Cps1988,
-                    "own" => VviSource::Own,
-                    _ => VviSource::Generated,
-                },
-            })
-        })();
-        match fields {
-            Ok(fields) => {
-                form_error.set(None);
-                study.start_vvi(fields);
-            }
-            Err(e) => form_error.set(Some(e)),
-        }
+        study.start_vvi(move |sites, names| text.read(sites, names));
     };
     let (generated, cps1988) = (adult_like_schema(), cps1988::schema());
     let columns = |schema: &Schema, p: usize| {
@@ -95,10 +82,11 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         columns(&generated, 1)
     );
     let cps_note = format!(
-        "Data: CPS1988 (28 155 men, March 1988 Current Population Survey), served with this app. \
+        "Data: CPS1988 ({} men, March 1988 Current Population Survey), served with this app. \
          Each party tab fetches it in its worker and keeps only its own columns. Party A {}; \
-         party B {}. The bounds (wage 50–20 000 $/week, log scale) and the category labels are \
-         public, fixed before looking at the data.",
+         party B {}. The bounds (wage 50 to 20 000 $ a week, log scale) and the category labels \
+         are public, fixed before looking at the data.",
+        group(cps1988::ROWS),
         columns(&cps1988, 0),
         columns(&cps1988, 1)
     );
@@ -106,9 +94,10 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         "Data: each party tab's own CSV columns, loaded on that tab (“Vertical study: your own \
          columns”) and never sent. This dashboard announces the schema, CPS1988's: party A {}; \
          party B {}, with the public bounds and labels shown on the party tabs, and N, the rows \
-         every party's file must hold, aligned by position. A party whose file does not fit \
-         declines before anything is sent, and says why here. No tab holds a whole row, so no \
-         test NLL is drawn for this run (a CLI baseline can be).",
+         every party's file must hold, aligned by position. Pick each tab for the columns its \
+         file holds (its tab says which). A party whose file does not fit declines before \
+         anything is sent, and says why here. No tab holds a whole row, so no test NLL and no \
+         real marginals are drawn here (a CLI baseline can be).",
         columns(&cps1988, 0),
         columns(&cps1988, 1)
     );
@@ -117,6 +106,7 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
         "own" => own_note.clone(),
         _ => generated_note.clone(),
     };
+    let rows_label: Field = form::ROWS;
     view! {
         <section class="card span-all mean-panel" data-testid="vvi-panel">
             <h2>"Vertical synthetic data (DP-VI + MPC)"</h2>
@@ -134,28 +124,38 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
             </p>
             <form class="mean-form" on:submit=submit>
                 <fieldset class="field-grid" disabled=running>
-                    <SitePick label="dealer" id="vvi-dealer" default="the last site present" sites value=dealer />
-                    <SitePick label="party A" id="vvi-party-a" default="first free site" sites value=party_a />
-                    <SitePick label="party B" id="vvi-party-b" default="next free site" sites value=party_b />
+                    <SitePick field=form::PARTY_A default="first free site" sites value=party_a error />
+                    <SitePick field=form::PARTY_B default="next free site" sites value=party_b error />
+                    <SitePick field=form::DEALER default="the last free site" sites value=dealer error />
                     <label>"data"
-                        <select id="vvi-source" bind:value=source>
+                        <select id="vvi-source" bind:value=source on:change=move |_| error.set(None)>
                             <option value="generated">"generated (public seed)"</option>
                             <option value="cps1988">"CPS1988 (each party its own columns)"</option>
                             <option value="own">"each party's own CSV columns (CPS1988 schema)"</option>
                         </select>
                     </label>
-                    <label>{move || if own() { "rows N (every party's file)" } else { "rows N" }}
-                        <input id="vvi-rows" inputmode="numeric" bind:value=rows disabled=cps
-                        title=move || cps().then_some("CPS1988 has its own N = 28 155") /></label>
-                    <label>"components K"<input id="vvi-components" inputmode="numeric" bind:value=components /></label>
-                    <label>"noise σ"<input id="vvi-sigma" inputmode="decimal" bind:value=sigma /></label>
-                    <label>"clip C"<input id="vvi-clip" inputmode="decimal" bind:value=clip /></label>
-                    <label>"batch B (expected, Poisson)"<input id="vvi-batch" inputmode="numeric" bind:value=batch /></label>
-                    <label>"steps T"<input id="vvi-steps" inputmode="numeric" bind:value=steps /></label>
+                    <Show
+                        when=cps
+                        fallback=move || view! {
+                            <TextField field=rows_label value=rows error numeric=true />
+                        }
+                    >
+                        <label>{format!("{} (CPS1988's own)", rows_label.label)}
+                            <input id=rows_label.id value=group(cps1988::ROWS) disabled=true
+                                data-testid="vvi-rows-fixed" />
+                        </label>
+                    </Show>
+                    <TextField field=form::COMPONENTS value=components error numeric=true />
+                    <TextField field=form::SIGMA value=sigma error />
+                    <TextField field=form::CLIP value=clip error />
+                    <TextField field=form::BATCH value=batch error numeric=true />
+                    <TextField field=form::STEPS value=steps error numeric=true />
                 </fieldset>
+                <Show when=own>
+                    <p class="muted small">"N is the rows each party's file holds (every file the same N)."</p>
+                </Show>
                 <StartButton test_id="start-vvi" action="Start" present running=Signal::derive(running) />
             </form>
-            {move || form_error.get().map(|e| view! { <p class="form-error" role="alert">{e}</p> })}
             <StartError error=study.view.start_error />
             <Show when=move || study.view.vvi_preparing.get()>
                 <p class="live-phase" data-testid="vvi-preparing">"Loading CPS1988 for the test NLL…"</p>
@@ -166,47 +166,51 @@ pub fn VviPanel(study: DashboardStudy, state: RoomState) -> impl IntoView {
     }
 }
 
-/// A role's tab among the sites present (its id as the value; empty: the form's default).
+/// A role's tab among the sites present (its id as the value; empty: the form's default), with
+/// the form's error about it beside it. Choosing clears that error.
 #[component]
 fn SitePick(
-    label: &'static str,
-    id: &'static str,
+    field: Field,
     default: &'static str,
     sites: Memo<Vec<(ParticipantId, String)>>,
     value: RwSignal<String>,
+    error: RwSignal<Option<FormError>>,
 ) -> impl IntoView {
     let options = move || {
         sites
             .get()
             .into_iter()
-            .map(|(id, name)| view! { <option value=id.to_string()>{format!("{name} ({id})")}</option> })
+            .map(|(id, name)| view! { <option value=id.to_string()>{name}</option> })
             .collect_view()
     };
+    let invalid = move || error.with(|e| e.as_ref().is_some_and(|e| e.field == Some(field.id)));
     view! {
-        <label>{label}
-            <select id=id bind:value=value>
+        <label>{field.label}
+            <select id=field.id bind:value=value aria-invalid=move || invalid().to_string()
+                aria-describedby=format!("{}-error", field.id)
+                on:change=move |_| if error.with(|e| e.as_ref().is_some_and(|e| e.field.is_none_or(|f| f == field.id))) { error.set(None) }>
                 <option value="">{default}</option>
                 {options}
             </select>
+            <FieldError field=field.id error />
         </label>
     }
 }
 
 #[component]
 fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
-    let (text, progress) = status_text(&live.status, live.task.steps);
+    let (_, progress) = status_text(&live.status, live.task.steps);
+    let status = live.status_line();
     let roles = live
         .task
         .parties
         .iter()
         .enumerate()
-        .map(|(p, &id)| {
-            format!("party {} {}", ["A", "B", "C", "D"].get(p).unwrap_or(&"?"), live.name(id))
-        })
+        .map(|(p, &id)| format!("party {} {}", party_letter(p), live.name(id)))
         .chain([format!("dealer {}", live.name(live.task.dealer))])
         .collect::<Vec<_>>()
         .join(" · ");
-    let d = live.task.schema.zeta_gradient_len(live.task.components);
+    let d = live.task.gradient_len();
     let players = live
         .players
         .iter()
@@ -215,8 +219,8 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
                 <tr data-testid="vvi-epsilon-row" data-epsilon=p.epsilon data-pld=p.pld data-rdp=p.rdp>
                     <th scope="row">{p.viewer.clone()}</th>
                     <td>{p.adjacency.clone()}</td>
-                    <td class="num">{format_value(p.pld)}</td>
-                    <td class="num">{format_value(p.rdp)}</td>
+                    <td class="num">{show(p.pld)}</td>
+                    <td class="num">{show(p.rdp)}</td>
                 </tr>
             }
         })
@@ -231,7 +235,7 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
                 let cells = r
                     .iter()
                     .map(|c| {
-                        let shown = c.parse::<f64>().map(format_value).unwrap_or_else(|_| c.clone());
+                        let shown = c.parse::<f64>().map(show).unwrap_or_else(|_| c.clone());
                         view! { <td>{shown}</td> }
                     })
                     .collect_view();
@@ -242,7 +246,7 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
         view! {
             <div data-testid="vvi-twin">
                 <h3>"Samples of the synthetic twin"</h3>
-                <p class="muted">{format!("Drawn from the released posterior with seed {}: one θ from q, then per record a component and each column from it. The first {} rows:", t.seed, t.sample.rows.len())}</p>
+                <p class="muted">{format!("Drawn from the released posterior with seed {}, the seed every party tab drew its CSV with: one θ from q, then per record a component and each column from it. The first {} rows (numbers to 3 significant digits; the CSV has them all in full):", t.seed, t.sample.rows.len())}</p>
                 <div class="table-scroll">
                     <table class="numbers" data-testid="vvi-twin-table">
                         <thead><tr>{header}</tr></thead>
@@ -256,24 +260,35 @@ fn VviLiveView(live: VviLive, study: DashboardStudy) -> impl IntoView {
             </div>
         }
     });
+    let phase = match &live.status {
+        _ if live.budget.is_some() => "budget",
+        capelab_vertical_vi::study::Status::Waiting => "waiting",
+        capelab_vertical_vi::study::Status::Running { .. } => "running",
+        capelab_vertical_vi::study::Status::Released(_) => "released",
+        capelab_vertical_vi::study::Status::Stopped(_) => "stopped",
+    };
     view! {
         <div class="live-study study-focus" data-testid="vvi-live" data-number=live.number data-finished=live.finished.to_string()
+            data-phase=phase
             data-released=matches!(live.status, capelab_vertical_vi::study::Status::Released(_)).to_string()>
-            <p class="muted">{format!("{roles} · K = {}, σ = {}, C = {}, B = {}, T = {}, N = {} ({} training rows) · D = {d} gradient values per record", live.task.components, format_value(live.task.noise_multiplier), format_value(live.task.clip), live.task.batch, live.task.steps, live.task.rows, live.task.train_rows())}</p>
-            <p class="live-phase" data-testid="vvi-status">
+            <p class="muted">{format!("{roles} · K = {}, σ = {}, C = {}, B = {}, T = {}, N = {} ({} training rows) · D = {d} gradient values per record", live.task.components, show(live.task.noise_multiplier), show(live.task.clip), group(live.task.batch), group(live.task.steps as usize), group(live.task.rows), group(live.task.train_rows()))}</p>
+            <p class="live-phase" data-testid="vvi-status" data-steps=live.steps_done role="status">
                 <progress max="1" value=progress aria-label="steps done"></progress>
-                {format!(" {} of {} steps · {text}", live.steps_done, live.task.steps)}
+                {format!(" {} of {} steps · {status}", live.steps_done, live.task.steps)}
             </p>
+            {live.budget.as_ref().map(|_| view! {
+                <p class="callout callout-error" data-testid="vvi-budget" role="alert">{status.clone()}</p>
+            })}
             <NllFigure live=live.clone() study />
             <h3>"ε per player"</h3>
-            <p class="muted">{format!("At δ = {} by the accountant (subsampled Gaussian, Poisson q = B/N_train). The parties' ledgers record the outside analyst's ε, charged by the tighter of the two bounds (PLD here); a party knows the batch indices and its own noise share, so the other parties' data are less hidden from it.", format_value(live.task.delta))}</p>
+            <p class="muted">{format!("At δ = {} by the accountant (subsampled Gaussian, Poisson q = B/N_train). The parties' ledgers record the outside analyst's ε, charged by the tighter of the two bounds (PLD here); a party knows the batch indices and its own noise share, so the other parties' data are less hidden from it.", show(live.task.delta))}</p>
             <table class="numbers" data-testid="vvi-epsilons">
                 <thead><tr><th scope="col">"who looks"</th><th scope="col">"neighbouring tables"</th><th scope="col">"ε by PLD"</th><th scope="col">"ε by RDP"</th></tr></thead>
                 <tbody>{players}</tbody>
             </table>
             {twin}
             {(!live.refusals.is_empty()).then(|| view! {
-                <p class="muted small">"Refused inputs: " {live.refusals.join("; ")}</p>
+                <p class="muted small">"Messages the dashboard refused: " {live.refusals.iter().map(|r| crate::studies::vertical_vi::view::named(r, &live.task, live.me, &live.names)).collect::<Vec<_>>().join("; ")}</p>
             })}
             <Show when=move || study.view.vvi.with(|l| l.as_ref().is_some_and(|l| !l.finished))>
                 <button type="button" class="button" data-testid="stop-vvi" on:click=move |_| study.stop()>"Stop"</button>
@@ -317,7 +332,7 @@ fn NllFigure(live: VviLive, study: DashboardStudy) -> impl IntoView {
     view! {
         <figure class="chart" data-testid="vvi-nll" data-first=live.nll.first().map(|p| p.1) data-last=live.nll.last().map(|p| p.1) data-points=live.nll.len()
             data-cli-points=cli_points>
-            <div inner_html=chart></div>
+            <div class="chart-svg" inner_html=chart></div>
             <figcaption class="small">{nll_caption(&live.data)}</figcaption>
         </figure>
     }

@@ -19,6 +19,7 @@ the NLL needs every party's columns of the same rows, which is what the study ne
 
 use std::collections::BTreeMap;
 
+use capelab_core::accountant::ledger::Shortfall;
 use capelab_core::driver::{Driver, Machine};
 use capelab_core::rng::{Seed, os_rng};
 use capelab_core::study::StudyId;
@@ -33,13 +34,16 @@ use rand_core::Rng;
 use serde::Serialize;
 
 use crate::frame::wire::StudyTransport;
-use crate::studies::vertical_vi::data::test_blocks;
-use crate::studies::vertical_vi::view::{PlayerEpsilon, epsilons, release_json, twin, twin_table};
+use crate::studies::vertical_vi::data::{public_blocks, test_blocks};
+use crate::studies::vertical_vi::form::VviForm;
+use crate::studies::vertical_vi::view::{
+    Marginal, PlayerEpsilon, budget_sentence, column_marginals, named, release_json, status_text,
+    twin, twin_table,
+};
 
 pub use crate::studies::vertical_vi::data::{DATA_KIND, DataAnnouncement, VviData, VviSource};
 
-/// What the teacher picks in the form. Roles: `None` picks the default (dealer: the last site
-/// present; parties: the first two others).
+/// The run's settings, as the form reads them ([`crate::studies::vertical_vi::form`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct VviFields {
     pub rows: usize,
@@ -49,8 +53,6 @@ pub struct VviFields {
     pub batch: usize,
     pub steps: u32,
     pub learning_rate: f64,
-    pub dealer: Option<ParticipantId>,
-    pub parties: [Option<ParticipantId>; 2],
     /// Which table: generated (N = `rows`), CPS1988 (its own N; `rows` is not used) or the
     /// parties' own columns (N = `rows`, which every party's file must hold).
     pub source: VviSource,
@@ -68,68 +70,27 @@ impl Default for VviFields {
             batch: 30,
             steps: 20,
             learning_rate: 0.05,
-            dealer: None,
-            parties: [None, None],
             source: VviSource::Generated,
         }
     }
 }
 
 impl VviFields {
-    /// The roles among the `sites` present: (parties in schema order, dealer).
-    pub fn roles(
-        &self,
-        sites: &[ParticipantId],
-    ) -> Result<(Vec<ParticipantId>, ParticipantId), String> {
-        if sites.len() < 3 {
-            return Err(format!(
-                "{} site(s) present: the study needs two parties and a dealer (3 tabs)",
-                sites.len()
-            ));
-        }
-        let present = |id: ParticipantId, what: &str| {
-            if sites.contains(&id) {
-                Ok(id)
-            } else {
-                Err(format!("the {what} (participant {id}) is not in the room"))
-            }
-        };
-        let dealer = match self.dealer {
-            Some(id) => present(id, "dealer")?,
-            None => *sites.last().expect("three sites"),
-        };
-        let mut free =
-            sites.iter().copied().filter(|&s| s != dealer && !self.parties.contains(&Some(s)));
-        let mut parties = Vec::new();
-        for (p, pick) in self.parties.iter().enumerate() {
-            let id = match pick {
-                Some(id) => present(*id, &format!("party {}", ["A", "B"][p]))?,
-                None => free.next().ok_or("not enough sites for both parties")?,
-            };
-            if id == dealer || parties.contains(&id) {
-                return Err(format!("participant {id} is picked for two roles"));
-            }
-            parties.push(id);
-        }
-        Ok((parties, dealer))
-    }
-
-    /// The task for these roles on `data`, checked as every tab will check it. CPS1988 keeps
-    /// its fixed public train/test split ([`cps1988::SPLIT_SEED`]); a generated table uses
-    /// `split_seed`.
-    pub fn task(
+    /// The task for these roles on `data`, as every tab will check it (the form has checked it:
+    /// [`crate::studies::vertical_vi::form`]). CPS1988 keeps its fixed public train/test split
+    /// ([`cps1988::SPLIT_SEED`]); a generated table uses `split_seed`.
+    pub fn task_unchecked(
         &self,
         data: &VviData,
         parties: Vec<ParticipantId>,
         dealer: ParticipantId,
-        me: ParticipantId,
         split_seed: u64,
-    ) -> Result<VviTask, String> {
+    ) -> VviTask {
         let split_seed = match data {
             VviData::Cps1988 => cps1988::SPLIT_SEED,
             VviData::Generated { .. } | VviData::Own { .. } => split_seed,
         };
-        let task = VviTask {
+        VviTask {
             schema: data.schema(),
             parties,
             dealer,
@@ -146,7 +107,19 @@ impl VviFields {
             test_fraction: 0.2,
             rows: data.rows(),
             delta: 1e-5,
-        };
+        }
+    }
+
+    /// [`VviFields::task_unchecked`], checked as every tab checks it (`me`: the aggregator).
+    pub fn task(
+        &self,
+        data: &VviData,
+        parties: Vec<ParticipantId>,
+        dealer: ParticipantId,
+        me: ParticipantId,
+        split_seed: u64,
+    ) -> Result<VviTask, String> {
+        let task = self.task_unchecked(data, parties, dealer, split_seed);
         task.check(me).map_err(|e| e.to_string())?;
         Ok(task)
     }
@@ -163,10 +136,19 @@ pub struct TwinView {
     pub json: String,
 }
 
+/// The party that declined the run for its budget, as the dashboard names it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BudgetRefusal {
+    pub site: String,
+    pub shortfall: Shortfall,
+}
+
 /// The run as the dashboard shows it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct VviLive {
     pub number: usize,
+    /// The dashboard's own id (the aggregator's, in the roles' messages).
+    pub me: ParticipantId,
     /// The announced table (for the captions: both kinds are public).
     pub data: VviData,
     pub finished: bool,
@@ -178,6 +160,14 @@ pub struct VviLive {
     pub twin: Option<TwinView>,
     /// (step, mean test NLL per record) of the posterior so far, from step 0.
     pub nll: Vec<(u32, f64)>,
+    /// Every column's marginal: the public table's (none on the parties' own columns) against
+    /// the twin's, drawn from the posterior as it stands ([`VviLive::marginals_step`]) and, once
+    /// released, from the released twin (the same on every tab).
+    pub marginals: Vec<Marginal>,
+    /// The step whose posterior the synthetic marginals are drawn from.
+    pub marginals_step: u32,
+    /// Why the run stopped for a party's budget, if it did.
+    pub budget: Option<BudgetRefusal>,
     pub refusals: Vec<String>,
 }
 
@@ -185,11 +175,21 @@ impl VviLive {
     pub fn name(&self, id: ParticipantId) -> String {
         self.names.get(&id).cloned().unwrap_or_else(|| format!("Site {id}"))
     }
+
+    /// Where the run is, in one sentence with the participants named as people named them.
+    pub fn status_line(&self) -> String {
+        if let Some(b) = &self.budget {
+            return budget_sentence(&b.site, &b.shortfall);
+        }
+        let (text, _) = status_text(&self.status, self.task.steps);
+        named(&text, &self.task, self.me, &self.names)
+    }
 }
 
 pub struct VviRun {
     pub number: usize,
     pub driver: Driver<StudyTransport, Aggregator>,
+    me: ParticipantId,
     data: VviData,
     names: BTreeMap<ParticipantId, String>,
     players: Vec<PlayerEpsilon>,
@@ -198,39 +198,49 @@ pub struct VviRun {
     /// The public table's test rows, per party (none on the parties' own columns).
     test: Option<Vec<PartyBlock>>,
     nll: Vec<(u32, f64)>,
+    marginals: Vec<Marginal>,
+    marginals_step: Option<u32>,
 }
 
 /// Rows of the twin the dashboard shows.
 const SAMPLE_ROWS: usize = 12;
 
+/// Rows of the twin drawn from the posterior at each step for the live marginals (the released
+/// twin has N).
+const PREVIEW_ROWS: usize = 2_000;
+
 impl VviRun {
-    /// Opens the study: the data announcement, then `vvi/start` to the parties and the dealer.
-    /// `joined`: the dashboard's copy of CPS1988 when the form picked it (public, so the
-    /// dashboard may hold it whole for the test NLL; the parties never do).
+    /// Opens the study the form read: the data announcement (with the twin's seed), then
+    /// `vvi/start` to the parties and the dealer. `joined`: the dashboard's copy of CPS1988 when
+    /// the form picked it (public, so the dashboard may hold it whole for the test NLL and the
+    /// real marginals; the parties never do).
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         number: usize,
         me: ParticipantId,
-        fields: &VviFields,
-        sites: &[ParticipantId],
+        form: &VviForm,
         mut transport: StudyTransport,
         names: BTreeMap<ParticipantId, String>,
         now_ms: u64,
         joined: Option<&str>,
     ) -> Result<Self, String> {
         let mut rng = os_rng();
-        let (parties, dealer) = fields.roles(sites)?;
+        let fields = &form.fields;
         // 53 bits: the seed crosses `postMessage` to the parties' workers as a JS number.
         let data = fields.source.data(fields.rows, rng.next_u64() >> 11);
+        let (parties, dealer) = (form.parties.clone(), form.dealer);
         let task = fields.task(&data, parties.clone(), dealer, me, rng.next_u64())?;
-        let players = epsilons(&task)?;
         let mut id = [0u8; 16];
         rng.fill_bytes(&mut id);
         let study = StudyId(id);
-        let test = test_blocks(&data, joined, &task.split().test)?;
+        let public = public_blocks(&data, joined)?;
+        let test = public.as_deref().map(|blocks| test_blocks(blocks, &task.split().test));
+        let marginals = column_marginals(&task.schema, public.as_deref(), None);
+        drop(public);
+        let twin_seed = rng.next_u64() % 1_000_000;
         let (aggregator, out) =
             Aggregator::start(me, study, task, Seed::Os).map_err(|e| e.to_string())?;
-        let announced = DataAnnouncement { study, data }.encode();
+        let announced = DataAnnouncement { study, data, twin_seed }.encode();
         for party in parties {
             transport
                 .send(To::One(party), DATA_KIND, &announced)
@@ -241,13 +251,16 @@ impl VviRun {
         let mut run = VviRun {
             number,
             driver,
+            me,
             data,
             names,
-            players,
-            twin_seed: rng.next_u64() % 1_000_000,
+            players: form.players.clone(),
+            twin_seed,
             twin: None,
             test,
             nll: Vec::new(),
+            marginals,
+            marginals_step: None,
         };
         run.record_nll();
         Ok(run)
@@ -265,6 +278,31 @@ impl VviRun {
         self.nll.push((step, posterior.test_nll(test)));
     }
 
+    /// The synthetic marginals of the posterior as it stands, once per step reached after the
+    /// first: a preview twin of [`PREVIEW_ROWS`] rows (post-processing of the noisy sums the
+    /// dashboard already holds), replaced at the release by the released twin's.
+    fn record_marginals(&mut self, released: Option<&[PartyBlock]>) {
+        let agg = &self.driver.machine;
+        let step = agg.steps_done();
+        let synthetic = match released {
+            Some(blocks) => blocks.to_vec(),
+            None if step == 0 || self.marginals_step == Some(step) => return,
+            None => {
+                let posterior = Posterior { model: agg.model().clone(), q: agg.q().clone() };
+                let rows = agg.task().rows.min(PREVIEW_ROWS);
+                let seed = Seed::Fixed(self.twin_seed);
+                posterior.sample_twin(rows, &mut seed.rng(&format!("vvi/preview/{step}")))
+            }
+        };
+        let schema = &agg.task().schema;
+        for (m, fresh) in
+            self.marginals.iter_mut().zip(column_marginals(schema, None, Some(&synthetic)))
+        {
+            m.synthetic = fresh.synthetic;
+        }
+        self.marginals_step = Some(step);
+    }
+
     pub fn is_finished(&self) -> bool {
         self.driver.machine.is_finished()
     }
@@ -274,8 +312,9 @@ impl VviRun {
         self.record_nll();
         let agg = &self.driver.machine;
         if let (Status::Released(release), None) = (agg.status(), &self.twin) {
-            let task = agg.task();
-            let blocks = twin(task, release, task.rows, self.twin_seed);
+            let task = agg.task().clone();
+            let release = release.clone();
+            let blocks = twin(&task, &release, task.rows, self.twin_seed);
             let table = twin_table(&task.schema, &blocks);
             let sample = TextTable {
                 header: table.header.clone(),
@@ -285,12 +324,21 @@ impl VviRun {
                 seed: self.twin_seed,
                 sample,
                 csv: table.to_csv(),
-                json: release_json(task, release, &self.players),
+                json: release_json(&task, &release, &self.players),
             });
+            self.record_marginals(Some(&blocks));
+        } else if !agg.status().is_over() {
+            self.record_marginals(None);
         }
+        let agg = &self.driver.machine;
         let refusals = crate::frame::refusal_lines(self.driver.log());
+        let budget = agg.budget_refusal().map(|(id, shortfall)| BudgetRefusal {
+            site: self.names.get(&id).cloned().unwrap_or_else(|| format!("Site {id}")),
+            shortfall,
+        });
         VviLive {
             number: self.number,
+            me: self.me,
             data: self.data,
             finished: agg.is_finished(),
             status: agg.status().clone(),
@@ -300,6 +348,9 @@ impl VviRun {
             players: self.players.clone(),
             twin: self.twin.clone(),
             nll: self.nll.clone(),
+            marginals: self.marginals.clone(),
+            marginals_step: self.marginals_step.unwrap_or(0),
+            budget,
             refusals,
         }
     }
@@ -310,17 +361,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn roles_default_to_the_last_site_as_dealer_and_refuse_a_double_pick() {
+    fn the_default_task_is_what_every_tab_accepts() {
         let f = VviFields::default();
-        assert_eq!(f.roles(&[2, 3, 4]).unwrap(), (vec![2, 3], 4));
-        let picked = VviFields { dealer: Some(2), parties: [Some(4), None], ..f.clone() };
-        assert_eq!(picked.roles(&[2, 3, 4]).unwrap(), (vec![4, 3], 2));
-        let twice = VviFields { dealer: Some(2), parties: [Some(2), None], ..f.clone() };
-        assert!(twice.roles(&[2, 3, 4]).unwrap_err().contains("two roles"));
-        assert!(f.roles(&[2, 3]).unwrap_err().contains("3 tabs"));
         let data = f.source.data(f.rows, 9);
         let task = f.task(&data, vec![2, 3], 4, 1, 9).unwrap();
-        assert_eq!(task.schema.zeta_gradient_len(task.components), 69);
+        assert_eq!(task.gradient_len(), 69);
         let bad = VviFields { batch: 5000, ..f };
         assert!(bad.task(&data, vec![2, 3], 4, 1, 9).unwrap_err().contains("batch"));
     }

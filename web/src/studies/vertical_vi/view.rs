@@ -10,27 +10,89 @@ use capelab_vertical_vi::schema::{FeatureKind, PartyBlock, PartySchema, Schema};
 use capelab_vertical_vi::study::{Release, Status, VviTask};
 use serde::{Deserialize, Serialize};
 
+use std::collections::BTreeMap;
+
+use capelab_core::accountant::ledger::Shortfall;
+use capelab_core::wire::ParticipantId;
+
 use crate::components::charts::bars::{BarChartSpec, BarSeries};
 use crate::components::charts::line::{LineChartSpec, Series};
 use crate::components::charts::scale::Scale;
-use crate::components::charts::scale::format_value;
 use crate::components::charts::svg::PALETTE;
+use crate::numbers::show;
 use crate::studies::vertical_vi::baseline::CliRun;
 
 /// A role's status as a sentence and a progress fraction (steps done of T).
 pub fn status_text(status: &Status, steps: u32) -> (String, f64) {
     let t = f64::from(steps.max(1));
     match status {
-        Status::Waiting => ("Waiting for the members' link keys".into(), 0.0),
+        Status::Waiting => ("Starting: waiting for every member's link key".into(), 0.0),
         Status::Running { step } => (
-            format!("Step {step} of {steps}: secret-shared gradient, clipped and noised in MPC"),
+            format!("Step {step} of {steps}: secret-shared gradients, clipped and noised in MPC"),
             f64::from(step.saturating_sub(1)) / t,
         ),
-        Status::Released(r) => {
-            (format!("Released after {} steps: ε = {}", r.steps, format_value(r.epsilon)), 1.0)
-        }
+        Status::Released(r) => (
+            format!(
+                "Done: released after {} steps, ε = {} at δ = {}",
+                r.steps,
+                show(r.epsilon),
+                show(r.delta)
+            ),
+            1.0,
+        ),
         Status::Stopped(reason) => (format!("Stopped: {reason}"), 0.0),
     }
+}
+
+/// "A", "B", …: a party as the form and the pages name it.
+pub fn party_letter(p: usize) -> &'static str {
+    ["A", "B", "C", "D"].get(p).copied().unwrap_or("?")
+}
+
+/// A message of the study's roles with its participants named as people named them: "party 0
+/// (participant 2)" becomes "party A (Lab A)", "the dealer (participant 4)" "the dealer (Lab C)",
+/// the aggregator "the dashboard", any other "participant 7" its name.
+pub fn named(
+    text: &str,
+    task: &VviTask,
+    aggregator: ParticipantId,
+    names: &BTreeMap<ParticipantId, String>,
+) -> String {
+    let name = |id: ParticipantId| names.get(&id).cloned().unwrap_or_else(|| format!("site {id}"));
+    let mut out = text.to_owned();
+    for (p, &id) in task.parties.iter().enumerate() {
+        let role = format!("party {} ({})", party_letter(p), name(id));
+        out = out.replace(&format!("party {p} (participant {id})"), &role);
+    }
+    let dealer = format!("the dealer ({})", name(task.dealer));
+    out = out.replace(&format!("the dealer (participant {})", task.dealer), &dealer);
+    out = out.replace(&format!("the aggregator (participant {aggregator})"), "the dashboard");
+    // Whoever else: "participant 7" (not "participant 71") is its name.
+    let mut rest = out.as_str();
+    let mut done = String::with_capacity(out.len());
+    while let Some(at) = rest.find("participant ") {
+        let (head, tail) = rest.split_at(at);
+        done.push_str(head);
+        let after = &tail["participant ".len()..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        match after[..digits].parse::<ParticipantId>() {
+            Ok(id) => done.push_str(&name(id)),
+            Err(_) => done.push_str("participant "),
+        }
+        rest = &after[digits..];
+    }
+    done.push_str(rest);
+    done
+}
+
+/// What the dashboard says when `site`'s ledger declined the run: which budget to raise, and
+/// to what ([`crate::frame::budget`], as every study says it).
+pub fn budget_sentence(site: &str, s: &Shortfall) -> String {
+    let place = format!("on {site}'s page");
+    format!(
+        "{site} declined before anything was charged or released: {}, then start again.",
+        crate::frame::budget::raise_sentence(s, &place)
+    )
 }
 
 /// One row of the privacy table: who looks, under which neighbouring relation, and ε at δ.
@@ -84,9 +146,22 @@ pub fn twin_table(schema: &Schema, blocks: &[PartyBlock]) -> TextTable {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Marginal {
     pub column: String,
+    /// The labels or bins, as people read them ("−5 to −1", "17–21").
     pub labels: Vec<String>,
+    /// Empty where no real rows are at hand (the dashboard, on the parties' own columns).
     pub real: Vec<f64>,
+    /// Empty before the first step.
     pub synthetic: Vec<f64>,
+}
+
+impl Marginal {
+    /// The total-variation distance between real and synthetic (0: the same shares), once both
+    /// are at hand.
+    pub fn tv(&self) -> Option<f64> {
+        (!self.real.is_empty() && self.real.len() == self.synthetic.len()).then(|| {
+            0.5 * self.real.iter().zip(&self.synthetic).map(|(a, b)| (a - b).abs()).sum::<f64>()
+        })
+    }
 }
 
 /// A party's columns' marginals: its real block (never leaves the tab) against its columns of
@@ -105,14 +180,49 @@ pub fn marginals(party: &PartySchema, real: &PartyBlock, synthetic: &PartyBlock)
         .collect()
 }
 
+/// Every party's columns, in schema order, with the shares of whichever tables are at hand.
+pub fn column_marginals(
+    schema: &Schema,
+    real: Option<&[PartyBlock]>,
+    synthetic: Option<&[PartyBlock]>,
+) -> Vec<Marginal> {
+    let shares = |blocks: Option<&[PartyBlock]>, p: usize, kind: &FeatureKind, j: usize| {
+        blocks.and_then(|b| b.get(p)).map(|b| histogram(kind, b, j)).unwrap_or_default()
+    };
+    schema
+        .parties
+        .iter()
+        .enumerate()
+        .flat_map(|(p, party)| {
+            party.features.iter().enumerate().map(move |(j, f)| Marginal {
+                column: f.name.clone(),
+                labels: bin_labels(&f.kind),
+                real: shares(real, p, &f.kind, j),
+                synthetic: shares(synthetic, p, &f.kind, j),
+            })
+        })
+        .collect()
+}
+
+/// A label as people read it: a numeric range "-5--1" (how CPS1988's files write experience)
+/// reads "−5 to −1"; anything else as it is.
+pub fn people_label(label: &str) -> String {
+    for (i, _) in label.match_indices('-').filter(|(i, _)| *i > 0) {
+        if let (Ok(a), Ok(b)) = (label[..i].parse::<i64>(), label[i + 1..].parse::<i64>()) {
+            return format!("{} to {}", show(a as f64), show(b as f64));
+        }
+    }
+    label.to_owned()
+}
+
 /// A Categorical's labels, or a Beta's bins as ranges of the column's own values.
 fn bin_labels(kind: &FeatureKind) -> Vec<String> {
     match kind {
-        FeatureKind::Categorical { labels } => labels.clone(),
+        FeatureKind::Categorical { labels } => labels.iter().map(|l| people_label(l)).collect(),
         FeatureKind::Beta { lo, hi, log } => (0..TV_BINS)
             .map(|b| {
-                let edge = |i: usize| from_unit(*lo, *hi, *log, i as f64 / TV_BINS as f64);
-                format!("{:.0}–{:.0}", edge(b), edge(b + 1))
+                let edge = |i: usize| from_unit(*lo, *hi, *log, i as f64 / TV_BINS as f64).round();
+                format!("{}–{}", show(edge(b)), show(edge(b + 1)))
             })
             .collect(),
     }
@@ -315,5 +425,67 @@ mod tests {
         let alone = nll_chart(&[], 20, Some(&cli));
         assert_eq!(alone.series.len(), 1);
         assert!(crate::components::charts::line::render(&alone, "t").contains("<svg"));
+    }
+
+    #[test]
+    fn messages_name_the_participants_as_people_named_them() {
+        let task = task();
+        let names: BTreeMap<ParticipantId, String> =
+            [(2, "Lab A"), (3, "Lab B"), (4, "Lab C"), (17, "Visitor")]
+                .into_iter()
+                .map(|(id, n)| (id, n.to_owned()))
+                .collect();
+        let said = "party 1 (participant 3) stopped the run: the dealer (participant 4) left \
+                    during step 2 of 10; the aggregator (participant 1) stopped it; participant \
+                    17, who is not in this run, and participant 170";
+        assert_eq!(
+            named(said, &task, 1, &names),
+            "party B (Lab B) stopped the run: the dealer (Lab C) left during step 2 of 10; the \
+             dashboard stopped it; Visitor, who is not in this run, and site 170"
+        );
+    }
+
+    #[test]
+    fn a_budget_refusal_says_which_budget_to_raise_and_to_what() {
+        let s = Shortfall { budget: 10.0, needed: Some(12.3401), delta: 1e-5 };
+        assert_eq!(
+            budget_sentence("Lab B", &s),
+            "Lab B declined before anything was charged or released: its budget (ε = 10 at \
+             δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on \
+             Lab B's page, then start again."
+        );
+        let d = budget_sentence("Lab B", &Shortfall { needed: None, ..s });
+        assert!(d.contains("use up its budget's δ = 10⁻⁵"), "{d}");
+    }
+
+    #[test]
+    fn labels_read_as_people_read_them() {
+        assert_eq!(people_label("-5--1"), "−5 to −1");
+        assert_eq!(people_label("60-64"), "60 to 64");
+        assert_eq!(people_label("northeast"), "northeast");
+        assert_eq!(people_label("Some-college"), "Some-college");
+        assert_eq!(people_label("12"), "12");
+        let schema = capelab_vertical_vi::cps1988::schema();
+        let m = column_marginals(&schema, None, None);
+        assert_eq!(m.len(), 7);
+        assert_eq!(m[1].column, "experience");
+        assert_eq!(m[1].labels[0], "−5 to −1");
+        assert!(m.iter().all(|c| c.real.is_empty() && c.tv().is_none()));
+        let wage = &m[5];
+        assert_eq!(wage.labels[0], "50–67", "{:?}", wage.labels);
+        assert_eq!(wage.labels.last().unwrap(), "14\u{202f}823–20\u{202f}000");
+    }
+
+    #[test]
+    fn the_dashboard_s_marginals_are_the_parties_own() {
+        let task = task();
+        let real = adult_like(400, 3).blocks;
+        let synthetic = twin(&task, &release(&task), 400, 1);
+        let all = column_marginals(&task.schema, Some(&real), Some(&synthetic));
+        let a = marginals(&task.schema.parties[0], &real[0], &synthetic[0]);
+        let b = marginals(&task.schema.parties[1], &real[1], &synthetic[1]);
+        assert_eq!(all, [a, b].concat());
+        let tv = all[0].tv().unwrap();
+        assert!((0.0..=1.0).contains(&tv), "{tv}");
     }
 }

@@ -9,6 +9,8 @@ naming row, column and value here and only row and column to the others. Once th
 ones, in the worker: the real block never leaves it. Plain Rust, tested natively.
 */
 
+use std::collections::BTreeMap;
+
 use capelab_core::accountant::Ledger;
 use capelab_core::driver::{Machine, Outgoing};
 use capelab_core::rng::Seed;
@@ -17,10 +19,13 @@ use capelab_vertical_vi::schema::PartyBlock;
 use capelab_vertical_vi::study::{Body, Dealer, Party, Status, StudyError, VviMessage, VviTask};
 use serde::{Deserialize, Serialize};
 
+use crate::numbers::group;
 use crate::studies::vertical_vi::own::{Refusal, own_block};
 use crate::studies::vertical_vi::run::VviData;
-use crate::studies::vertical_vi::view::{Marginal, marginals, status_text, twin, twin_table};
-use crate::worker::protocol::{FromWorker, LedgerWatch};
+use crate::studies::vertical_vi::view::{
+    Marginal, marginals, named, party_letter, status_text, twin, twin_table,
+};
+use crate::worker::protocol::{FromWorker, LedgerWatch, VviStart};
 
 enum Role {
     Party { index: usize, real: PartyBlock, role: Box<Party<Ledger>> },
@@ -43,7 +48,7 @@ impl Role {
     }
 }
 
-/// What the site's panel shows of its part in the study.
+/// What the site's panel shows of its part in the study: only what is true of this run, now.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct VviSiteView {
     /// "party A (demographic): age, education, sex" or "the dealer"; empty before a run.
@@ -52,15 +57,21 @@ pub struct VviSiteView {
     pub rows: usize,
     /// The names of the columns this worker holds (only its own party's).
     pub columns: Vec<String>,
+    /// Where this tab's role is, in one sentence, the run's members named as people named them.
     pub status: String,
+    /// "fetching", "waiting", "running", "released", "declined" (this tab refused the run before
+    /// anything was charged or sent) or "stopped".
+    pub phase: String,
     pub progress: f64,
     pub released: bool,
     pub stopped: Option<String>,
-    /// Why this party declined the run with its own columns, in full (values included: shown
-    /// on this tab only; the others hear it without the values).
+    /// Why this tab declined the run, in full (a file's values included: shown on this tab
+    /// only; the others hear it without the values), and what to do about it.
     pub declined: Option<String>,
-    /// The run's ε at δ for the outside analyst, what a party's ledger records.
-    pub epsilon: Option<(f64, f64)>,
+    /// The ε at δ this party's ledger recorded for the run: only once it did.
+    pub charged: Option<(f64, f64)>,
+    /// The released posterior's ε at δ for the outside analyst, once released.
+    pub released_epsilon: Option<(f64, f64)>,
     /// After the release, a party's columns: real against the synthetic twin.
     pub marginals: Vec<Marginal>,
     /// After the release, the twin (all columns, N rows) as CSV, and the seed it was drawn with.
@@ -71,13 +82,7 @@ pub struct VviSiteView {
 
 /// A party's start while its table is being fetched, and the inputs that arrived meanwhile.
 struct Pending {
-    me: ParticipantId,
-    aggregator: ParticipantId,
-    payload: Vec<u8>,
-    ledger: Ledger,
-    data: Option<VviData>,
-    /// The party's own columns as text, when the run is on them.
-    own: Option<String>,
+    start: VviStart,
     queue: Vec<Queued>,
 }
 
@@ -91,68 +96,60 @@ pub struct VviEngine {
     role: Option<Role>,
     pending: Option<Pending>,
     task: Option<VviTask>,
+    me: ParticipantId,
+    aggregator: ParticipantId,
+    names: BTreeMap<ParticipantId, String>,
+    /// The run's ε at δ for the outside analyst (what a party's ledger records, once it does).
     epsilon: Option<(f64, f64)>,
     ledger: LedgerWatch,
     refusals: Vec<String>,
     twin_seed: u64,
     twin: Option<(Vec<Marginal>, String)>,
+    /// Why this party could not use its own columns (the file's values included).
     declined: Option<String>,
 }
 
 impl VviEngine {
     /// A `vvi/start`. A party on a table it must fetch (CPS1988) waits for
-    /// [`VviEngine::table`]: it asks the worker to fetch `file_url` ([`FromWorker::Fetch`]) and
-    /// keeps the run's messages, in order, until the file is here. `own`: the tab's own columns,
-    /// sent along only for a run on them.
-    #[allow(clippy::too_many_arguments)]
-    pub fn start(
-        &mut self,
-        me: ParticipantId,
-        aggregator: ParticipantId,
-        payload: &[u8],
-        ledger_json: &str,
-        data: Option<VviData>,
-        file_url: Option<String>,
-        own: Option<String>,
-        twin_seed: u64,
-        now_ms: u64,
-    ) -> Vec<FromWorker> {
-        let task = match VviMessage::decode(payload) {
+    /// [`VviEngine::table`]: it asks the worker to fetch the file ([`FromWorker::Fetch`]) and
+    /// keeps the run's messages, in order, until the file is here. Everything of an earlier run
+    /// goes: this tab's view is of this run only.
+    pub fn start(&mut self, start: VviStart, now_ms: u64) -> Vec<FromWorker> {
+        let task = match VviMessage::decode(&start.payload) {
             Ok(VviMessage { body: Body::Start { task, .. }, .. }) => *task,
             Ok(_) => return self.refused("a study message before the task".into()),
             Err(e) => return self.refused(e.to_string()),
         };
-        let ledger = match Ledger::from_json(ledger_json) {
-            Ok(l) => l,
-            Err(e) => return self.refused(format!("the ledger: {e}")),
+        *self = VviEngine {
+            me: start.me,
+            aggregator: start.aggregator,
+            names: start.names.clone(),
+            twin_seed: start.twin_seed.unwrap_or_default(),
+            ..VviEngine::default()
         };
-        *self = VviEngine { twin_seed, ..VviEngine::default() };
-        self.ledger.reset(&ledger);
         self.epsilon = task.epsilon().ok().map(|e| (e, task.delta));
-        let queue = Vec::new();
-        let start = Pending { me, aggregator, payload: payload.to_vec(), ledger, data, own, queue };
-        let index = task.parties.iter().position(|&p| p == me);
-        let fetch = match (index, data.and_then(|d| d.file())) {
-            (Some(_), Some(file)) => Some(file_url.unwrap_or_else(|| file.to_string())),
+        let index = task.parties.iter().position(|&p| p == start.me);
+        let fetch = match (index, start.data.and_then(|d| d.file())) {
+            (Some(_), Some(file)) => Some(start.file_url.clone().unwrap_or_else(|| file.into())),
             _ => None,
         };
         self.task = Some(task);
         match fetch {
             Some(url) => {
-                self.pending = Some(start);
+                self.pending = Some(Pending { start, queue: Vec::new() });
                 vec![FromWorker::Fetch { url }, FromWorker::VviView(Box::new(self.view()))]
             }
-            None => self.begin(start, Ok(None), now_ms),
+            None => self.begin(Pending { start, queue: Vec::new() }, Ok(None), now_ms),
         }
     }
 
     /// The fetched table (or why it could not be fetched): the waiting party starts on its
     /// block of it, then handles the messages that arrived meanwhile.
     pub fn table(&mut self, joined: Result<String, String>, now_ms: u64) -> Vec<FromWorker> {
-        let Some(start) = self.pending.take() else { return Vec::new() };
+        let Some(pending) = self.pending.take() else { return Vec::new() };
         match joined {
-            Ok(text) => self.begin(start, Ok(Some(&text)), now_ms),
-            Err(e) => self.begin(start, Err(e), now_ms),
+            Ok(text) => self.begin(pending, Ok(Some(&text)), now_ms),
+            Err(e) => self.begin(pending, Err(e), now_ms),
         }
     }
 
@@ -161,18 +158,24 @@ impl VviEngine {
     /// `joined`: `Err` when its fetch failed.
     fn begin(
         &mut self,
-        start: Pending,
+        pending: Pending,
         joined: Result<Option<&str>, String>,
         now_ms: u64,
     ) -> Vec<FromWorker> {
-        let Pending { me, aggregator, payload, ledger, data, own, queue } = start;
+        let Pending { start, queue } = pending;
+        let VviStart { me, aggregator, payload, ledger_json, data, own, .. } = start;
         let Some(task) = self.task.clone() else { return Vec::new() };
+        let ledger = match Ledger::from_json(&ledger_json) {
+            Ok(l) => l,
+            Err(e) => return self.refused(format!("this tab's ledger could not be read: {e}")),
+        };
+        self.ledger.reset(&ledger);
         let role = if task.dealer == me {
             Role::Dealer(Box::new(Dealer::new(me, aggregator, Seed::Os)))
         } else if let Some(index) = task.parties.iter().position(|&p| p == me) {
             let schema = &task.schema.parties[index];
             let block = match data {
-                Some(VviData::Own { rows }) => own_block(schema, own.as_deref(), rows),
+                Some(VviData::Own { rows }) => own_block(&task.schema, index, own.as_deref(), rows),
                 Some(d) => match &joined {
                     Ok(joined) => d.block(index, *joined).map_err(Refusal::public),
                     Err(e) => Err(Refusal::public(format!(
@@ -267,21 +270,29 @@ impl VviEngine {
         self.twin = Some((m, twin_table(&task.schema, &blocks).to_csv()));
     }
 
+    /// A message of the run's roles in the words of this tab's people.
+    fn named(&self, text: &str) -> String {
+        match &self.task {
+            Some(task) => named(text, task, self.aggregator, &self.names),
+            None => text.to_owned(),
+        }
+    }
+
     pub fn view(&self) -> VviSiteView {
         let mut view = VviSiteView {
             twin_seed: self.twin_seed,
-            epsilon: self.epsilon,
-            declined: self.declined.clone(),
-            refusals: self.refusals.iter().rev().take(5).cloned().collect(),
+            refusals: self.refusals.iter().rev().take(5).map(|r| self.named(r)).collect(),
             ..VviSiteView::default()
         };
         if let (Some(_), Some(task)) = (&self.pending, &self.task) {
             view.role = "a party (fetching the public table to keep its own columns)".into();
-            view.status = format!("Fetching the table ({} rows) …", task.rows);
+            view.status = format!("Fetching the table ({} rows)…", group(task.rows));
+            view.phase = "fetching".into();
             return view;
         }
         let (Some(role), Some(task)) = (&self.role, &self.task) else {
-            view.status = "Waiting for the dashboard".into();
+            view.status = "Not in a vertical study".into();
+            view.phase = "idle".into();
             return view;
         };
         view.role = match role {
@@ -292,23 +303,60 @@ impl VviEngine {
                     view.columns = party.features.iter().map(|f| f.name.clone()).collect();
                 }
                 let columns: Vec<&str> = party.features.iter().map(|f| f.name.as_str()).collect();
-                let letter = ["A", "B", "C", "D"].get(*index).copied().unwrap_or("?");
-                format!("party {letter} ({}): {}", party.name, columns.join(", "))
+                format!("party {} ({}): {}", party_letter(*index), party.name, columns.join(", "))
             }
             Role::Dealer(_) => "the dealer".into(),
         };
-        let (status, progress) = status_text(role.status(), task.steps);
-        view.status = status;
+        let status = role.status();
+        let (text, progress) = status_text(status, task.steps);
         view.progress = progress;
-        view.released = matches!(role.status(), Status::Released(_));
-        if let Status::Stopped(reason) = role.status() {
-            view.stopped = Some(reason.clone());
+        view.released = matches!(status, Status::Released(_));
+        if let Role::Party { role, .. } = role
+            && role.charged()
+        {
+            view.charged = self.epsilon;
         }
+        let me = task.who(self.me, self.aggregator);
+        (view.phase, view.status) = match status {
+            Status::Waiting => ("waiting".into(), text),
+            Status::Running { .. } => ("running".into(), text),
+            Status::Released(r) => {
+                view.released_epsilon = Some((r.epsilon, r.delta));
+                ("released".into(), text)
+            }
+            // This tab's own refusal: before anything was charged or sent.
+            Status::Stopped(reason) if reason.starts_with(&me) && view.charged.is_none() => {
+                view.declined = Some(self.declined_text(role, reason));
+                (
+                    "declined".into(),
+                    "Declined this run: nothing was charged to this tab's ledger, nothing of its \
+                     columns was sent"
+                        .into(),
+                )
+            }
+            Status::Stopped(reason) => {
+                view.stopped = Some(self.named(reason));
+                ("stopped".into(), self.named(&text))
+            }
+        };
         if let Some((m, csv)) = &self.twin {
             view.marginals = m.clone();
             view.twin_csv = Some(csv.clone());
         }
         view
+    }
+
+    /// Why this tab declined, in full, with what to do.
+    fn declined_text(&self, role: &Role, reason: &str) -> String {
+        if let Some(why) = &self.declined {
+            return why.clone();
+        }
+        if let Role::Party { role, .. } = role
+            && let Some(s) = role.shortfall()
+        {
+            return crate::frame::budget::own_decline(&s);
+        }
+        self.named(reason)
     }
 }
 
@@ -331,8 +379,16 @@ mod tests {
 
     const AGG: ParticipantId = 1;
     const SITES: [ParticipantId; 3] = [2, 3, 4];
+    const BUDGET: f64 = 100.0;
 
     type Outcome = (Aggregator, Vec<Option<VviSiteView>>, Vec<String>);
+
+    fn names() -> BTreeMap<ParticipantId, String> {
+        [(1, "Teacher"), (2, "Lab A"), (3, "Lab B"), (4, "Lab C")]
+            .into_iter()
+            .map(|(id, n)| (id, n.to_owned()))
+            .collect()
+    }
 
     /// Runs the study on the generated table; `leave` makes that site vanish after that many of
     /// its inputs.
@@ -342,9 +398,6 @@ mod tests {
         run_on(&fields, VviData::Generated { rows: 300, seed: 11 }, None, &[], leave)
     }
 
-    /// Runs the study on `data`; a party that asks for its table's file gets `joined` once the
-    /// wire is quiet (so the run's first messages wait for it in its queue); site i's tab holds
-    /// `own[i]` as its own columns.
     fn run_on(
         fields: &VviFields,
         data: VviData,
@@ -352,16 +405,30 @@ mod tests {
         own: &[Option<String>],
         leave: Option<(usize, usize)>,
     ) -> Outcome {
-        let (parties, dealer) = fields.roles(&SITES).unwrap();
-        let task = fields.task(&data, parties, dealer, AGG, 5).unwrap();
+        run_with(fields, data, joined, own, leave, [BUDGET; 3])
+    }
+
+    /// Runs the study on `data`; a party that asks for its table's file gets `joined` once the
+    /// wire is quiet (so the run's first messages wait for it in its queue); site i's tab holds
+    /// `own[i]` as its own columns and a ledger of budget ε = `budgets[i]`.
+    fn run_with(
+        fields: &VviFields,
+        data: VviData,
+        joined: Option<&str>,
+        own: &[Option<String>],
+        leave: Option<(usize, usize)>,
+        budgets: [f64; 3],
+    ) -> Outcome {
+        let task = fields.task(&data, vec![2, 3], 4, AGG, 5).unwrap();
         let mut fetching: VecDeque<usize> = VecDeque::new();
         let (mut agg, out) =
             Aggregator::start(AGG, StudyId([3; 16]), task, Seed::Fixed(1)).unwrap();
         let mut workers: Vec<WorkerState> = SITES.iter().map(|_| WorkerState::default()).collect();
         let mut ledgers: Vec<String> = SITES
             .iter()
-            .map(|s| {
-                Ledger::new(format!("s{s}"), Budget::new(100.0, 1e-5).unwrap()).unwrap().to_json()
+            .zip(budgets)
+            .map(|(s, b)| {
+                Ledger::new(format!("s{s}"), Budget::new(b, 1e-5).unwrap()).unwrap().to_json()
             })
             .collect();
         let mut views = vec![None; SITES.len()];
@@ -402,7 +469,7 @@ mod tests {
             }
             let i = SITES.iter().position(|&s| s == to).unwrap();
             let message = if k == kind::START {
-                ToWorker::VviStart {
+                ToWorker::VviStart(Box::new(VviStart {
                     me: to,
                     aggregator: AGG,
                     payload,
@@ -410,8 +477,9 @@ mod tests {
                     data: Some(data),
                     file_url: None,
                     own: own.get(i).cloned().flatten(),
-                    twin_seed: 9,
-                }
+                    twin_seed: Some(9),
+                    names: names(),
+                }))
             } else {
                 ToWorker::VviMessage { from, payload }
             };
@@ -460,8 +528,17 @@ mod tests {
         assert_eq!(views[2].role, "the dealer");
         for v in &views {
             assert!(v.released && v.progress == 1.0 && v.refusals.is_empty(), "{v:?}");
-            assert!(v.epsilon.is_some_and(|(e, _)| e > 0.0));
+            assert!(v.released_epsilon.is_some_and(|(e, _)| e > 0.0));
+            assert_eq!(v.phase, "released");
+            assert!(v.status.starts_with("Done: released after 4 steps, ε = "), "{}", v.status);
         }
+        // The parties' ledgers recorded the run; the dealer has none to record in.
+        assert!(views[0].charged.is_some() && views[1].charged.is_some());
+        assert_eq!(views[2].charged, None);
+        // The same twin on every tab: the seed the dashboard announced.
+        let Status::Released(release) = agg.status() else { unreachable!() };
+        let dashboard = twin_table(&agg.task().schema, &twin(agg.task(), release, 300, 9)).to_csv();
+        assert_eq!(views[0].twin_csv.as_deref(), Some(dashboard.as_str()));
         for (i, v) in views[..2].iter().enumerate() {
             assert_eq!(v.marginals.len(), [3, 2][i]);
             let csv = v.twin_csv.as_ref().unwrap();
@@ -480,7 +557,9 @@ mod tests {
         for v in &views[..2] {
             let v = v.as_ref().unwrap();
             let stopped = v.stopped.as_deref().unwrap_or_default();
-            assert!(stopped.contains("the dealer (participant 4)"), "{v:?}");
+            assert!(stopped.contains("the dealer (Lab C) left"), "named as people named it: {v:?}");
+            assert!(v.status.starts_with("Stopped: the dealer (Lab C) left"), "{}", v.status);
+            assert_eq!(v.phase, "stopped");
             assert!(v.twin_csv.is_none());
         }
     }
@@ -523,11 +602,16 @@ mod tests {
         };
         let (agg, views, _) = run_on(&fields, VviData::Cps1988, None, &[], None);
         assert!(!matches!(agg.status(), Status::Released(_)), "{:?}", agg.status());
-        let a = views[0].as_ref().unwrap();
-        let declined = a.declined.as_deref().unwrap_or_default();
-        assert!(declined.contains("could not fetch cps1988.csv: offline"), "{a:?}");
-        assert!(a.stopped.as_deref().unwrap_or_default().contains("offline"), "told to all: {a:?}");
-        assert!(a.columns.is_empty() && !a.released);
+        for v in &views[..2] {
+            let v = v.as_ref().unwrap();
+            let declined = v.declined.as_deref().unwrap_or_default();
+            assert!(declined.contains("could not fetch cps1988.csv: offline"), "{v:?}");
+            assert_eq!(v.phase, "declined");
+            assert!(v.columns.is_empty() && !v.released);
+        }
+        let dealer = views[2].as_ref().unwrap();
+        let told = dealer.stopped.as_deref().unwrap_or_default();
+        assert!(told.contains("offline"), "told to all: {dealer:?}");
     }
 
     /// Each party's own column block: the first `rows` rows of CPS1988 cut as a party would
@@ -571,7 +655,7 @@ mod tests {
     #[test]
     fn a_party_whose_file_does_not_fit_declines_and_nothing_is_released() {
         let [a, b] = own_blocks(300);
-        // Row 3 of party A's file (line 5: the header is line 1) names an unknown ethnicity.
+        // Row 4 of party A's file (line 5: the header is line 1) names an unknown ethnicity.
         let mut lines: Vec<&str> = a.lines().collect();
         let bad_row = lines[4].replacen("cauc", "martian", 1).replacen("afam", "martian", 1);
         lines[4] = &bad_row;
@@ -581,14 +665,16 @@ mod tests {
             run_on(&own_fields(), VviData::Own { rows: 300 }, None, &own, None);
         let Status::Stopped(reason) = agg.status() else { panic!("{:?}", agg.status()) };
         assert!(reason.contains("party 0 (participant 2) refused the run"), "{reason}");
-        assert!(reason.contains("column 'ethnicity', row 3 (line 5)"), "{reason}");
+        assert!(reason.contains("column 'ethnicity', row 4 (line 5 of the file)"), "{reason}");
         assert!(!reason.contains("martian"), "the value stays on party A's tab: {reason}");
         let a = views[0].as_ref().unwrap();
         let here = a.declined.as_deref().unwrap_or_default();
-        assert!(here.contains("row 3") && here.contains("'martian'"), "{a:?}");
+        assert!(here.contains("row 4 (line 5 of the file)") && here.contains("'martian'"), "{a:?}");
+        assert_eq!((a.phase.as_str(), a.charged), ("declined", None));
         for (i, v) in views[..2].iter().enumerate() {
             let v = v.as_ref().unwrap();
-            assert!(!v.released && v.stopped.is_some() && v.twin_csv.is_none(), "{v:?}");
+            let over = v.stopped.is_some() || v.declined.is_some();
+            assert!(!v.released && over && v.twin_csv.is_none(), "{v:?}");
             assert!(Ledger::from_json(&ledgers[i]).unwrap().entries().is_empty());
         }
 
@@ -604,6 +690,41 @@ mod tests {
         );
         assert!(
             views[1].as_ref().unwrap().declined.as_deref().unwrap_or_default().contains("299 rows")
+        );
+    }
+
+    #[test]
+    fn a_party_whose_budget_cannot_cover_the_run_declines_before_anything_is_charged() {
+        let fields =
+            VviFields { rows: 300, batch: 20, steps: 4, components: 3, ..VviFields::default() };
+        let data = VviData::Generated { rows: 300, seed: 11 };
+        let task = fields.task(&data, vec![2, 3], 4, AGG, 5).unwrap();
+        let needed = task.epsilon().unwrap();
+        let (agg, views, ledgers) =
+            run_with(&fields, data, None, &[], None, [BUDGET, needed / 2.0, BUDGET]);
+        assert!(matches!(agg.status(), Status::Stopped(_)), "{:?}", agg.status());
+        // The dashboard hears which party and by how much: the least budget that admits the run.
+        let (who, shortfall) = agg.budget_refusal().expect("a budget refusal");
+        assert_eq!((who, shortfall.budget), (3, needed / 2.0));
+        assert!((shortfall.needed.unwrap() - needed).abs() < 1e-3 * needed, "{shortfall:?}");
+        let b = views[1].as_ref().unwrap();
+        assert_eq!((b.phase.as_str(), b.charged), ("declined", None), "{b:?}");
+        let why = b.declined.as_deref().unwrap_or_default();
+        assert!(
+            why.starts_with("This site declined before releasing anything")
+                && why.contains("raise it to at least ε = "),
+            "{why}"
+        );
+        // Nothing charged anywhere, and no ε of a run that did not happen on any tab.
+        for (i, v) in views.iter().enumerate() {
+            let v = v.as_ref().unwrap();
+            assert!(v.charged.is_none() && v.released_epsilon.is_none(), "{v:?}");
+            assert!(Ledger::from_json(&ledgers[i]).unwrap().entries().is_empty());
+        }
+        let dealer = views[2].as_ref().unwrap();
+        assert!(
+            dealer.status.starts_with("Stopped: party B (Lab B) refused the run"),
+            "{dealer:?}"
         );
     }
 }
