@@ -1,10 +1,12 @@
-// End-to-end: the classroom lesson as a teacher runs it (issue 17, "How it is shown"). A dashboard
-// and four fresh sites run the four default studies in the picker's order (private mean,
-// regression, NN, Joint ICA) with no setting changed: the teacher only picks each study, presses
-// Start, and lets the held steps of the step-by-step mean go. Each study completes, its result is
-// in view when it lands, and the four fit every site's fresh default budget (ε = 10: the
-// accountant composes all of a site's releases, so the lesson costs 9.3 per site, less than the
-// four studies' separate totals add up to; web/src/study_driver/lesson.rs checks the same sum).
+// End-to-end: the classroom lesson as a teacher runs it (issues 17 and 30). A dashboard and four
+// fresh sites run the six default studies in the picker's order (private mean, regression, NN,
+// Joint ICA, EFPSN, the vertical study) with no setting changed: the teacher only picks each
+// study, presses Start, and lets the held steps of the step-by-step mean go. The first four
+// complete, each result in view when it lands, inside every site's fresh default budget (ε = 10:
+// the accountant composes all of a site's releases, so they cost 9.3 per site, less than their
+// separate totals add up to; web/src/frame/lesson.rs checks the same sum). A second Joint ICA is
+// declined by every site before anything is released. EFPSN and the vertical study then either
+// run inside what is left, or are refused before any release with the budget to raise named.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -51,7 +53,7 @@ async function spent(site) {
   return Number(await el.getAttribute('data-count'));
 }
 
-describe('the lesson: the four default studies in order on fresh sites', { concurrency: false }, () => {
+describe('the lesson: the six default studies in order on fresh sites', { concurrency: false }, () => {
   const room = roomSuite(before, after, SITE_NAMES);
 
   it('1. the private mean, step by step', async () => {
@@ -150,6 +152,71 @@ describe('the lesson: the four default studies in order on fresh sites', { concu
       assert.match(declined, /declined before releasing anything \(nothing was recorded or sent\): its budget .* raise it to at least ε = [\d.]+/, `${site.name}: ${declined}`);
     }
     await shot(dashboard, 'lesson-03-declined');
+    assertNoErrors(tabs);
+  });
+
+  /**
+   * Starts a study at its defaults and waits for its answer: `finished` (it ran, `done` is in the
+   * page) or `refused` (a message before anything was sent: `refusal` is in the page).
+   */
+  async function outcome(page, key, done, refusal) {
+    await start(page, key);
+    const handle = await page.waitForFunction(
+      ([d, r]) => (document.querySelector(d) ? 'finished' : document.querySelector(r) ? 'refused' : null),
+      [done, refusal],
+      { timeout: STUDY_TIMEOUT_MS },
+    );
+    return handle.jsonValue();
+  }
+
+  it('6. EFPSN at its defaults: run inside what is left, or refused before anything is sent with the budget to raise', async () => {
+    const { dashboard, sites, tabs } = room;
+    const { page } = dashboard;
+    const before = await Promise.all(sites.map(spent));
+    const wire = Number(await page.getAttribute('[data-testid="wire-total"]', 'data-total'));
+    // Fresh sites allow no comparison run: the form ticks none, so EFPSN runs alone.
+    await page.click('[data-testid="pick-efpsn"]');
+    await page.waitForSelector('[data-testid="efpsn-panel"]', { timeout: STEP_TIMEOUT_MS });
+    assert.equal(await page.isChecked('#efpsn-baseline'), false);
+    assert.equal(await page.isChecked('#efpsn-noise-free'), false);
+    const result = await outcome(page, 'efpsn', '[data-testid="efpsn-live"][data-finished="true"]', '[data-testid="start-error"]');
+    console.log(`lesson: EFPSN ${result}`);
+    if (result === 'finished') {
+      const accuracy = Number(await page.getAttribute('[data-testid="efpsn-final-efpsn"]', 'data-accuracy'));
+      console.log(`lesson: EFPSN accuracy ${accuracy}`);
+      assert.ok(accuracy > 0.8, `EFPSN learns at its defaults: accuracy ${accuracy}`);
+      for (const [i, site] of sites.entries()) assert.equal(await spent(site), before[i] + 1, `${site.name}: one release`);
+    } else {
+      const text = await page.textContent('[data-testid="start-error"]');
+      assert.match(text, /^Lab [A-D]'s budget \(ε = [\d.]+\) does not cover this run: .* raise Lab [A-D]'s budget to at least [\d.]+/, text);
+      await page.waitForTimeout(300);
+      assert.equal(Number(await page.getAttribute('[data-testid="wire-total"]', 'data-total')), wire, 'nothing was sent');
+      assert.deepEqual(await Promise.all(sites.map(spent)), before, 'nothing was charged');
+    }
+    assertNoErrors(tabs);
+  });
+
+  it('7. the vertical study at its defaults: run inside what is left, or declined before anything is charged with the budget to raise', async () => {
+    const { dashboard, sites, tabs } = room;
+    const { page } = dashboard;
+    const before = await Promise.all(sites.map(spent));
+    await start(page, 'vvi');
+    const live = '[data-testid="vvi-live"][data-finished="true"]';
+    await page.waitForSelector(live, { timeout: STUDY_TIMEOUT_MS });
+    const released = (await page.getAttribute(live, 'data-released')) === 'true';
+    console.log(`lesson: the vertical study ${released ? 'released' : 'declined'}`);
+    const after = await Promise.all(sites.map(spent));
+    if (released) {
+      const nll = await page.$eval('[data-testid="vvi-nll"]', (f) => [Number(f.dataset.first), Number(f.dataset.last)]);
+      assert.ok(nll[1] < nll[0], `test NLL falls over the run: ${nll}`);
+      // the two parties record the release; the dealer and the site left out record nothing
+      assert.equal(after.filter((n, i) => n === before[i] + 1).length, 2, `${before} -> ${after}`);
+    } else {
+      const said = await page.textContent('[data-testid="vvi-budget"]');
+      assert.match(said, /declined before anything was charged or released: its budget .* raise it to at least ε = [\d.]+/, said);
+      assert.deepEqual(after, before, 'nothing was charged');
+    }
+    await shot(dashboard, 'lesson-04-six-studies');
     assertNoErrors(tabs);
   });
 });

@@ -346,7 +346,10 @@ impl DashboardStudy {
     /// Starts an EFPSN study among the present sites: reads the form for them (a refusal shows
     /// at once, nothing sent), then loads the data set (the app's copy of digits, once per page)
     /// and computes x*, then announces the task. The agents run it among themselves.
-    pub fn start_efpsn(&self, read: impl FnOnce(Vec<ParticipantId>) -> Result<EfpsnForm, FormError>) {
+    pub fn start_efpsn(
+        &self,
+        read: impl FnOnce(Vec<ParticipantId>) -> Result<EfpsnForm, FormError>,
+    ) {
         let this = *self;
         self.start_study(read, |inner, _ws, form, names| {
             let me = inner.room.me.get_untracked().map(|p| p.id).ok_or("not in the room yet")?;
@@ -361,7 +364,8 @@ impl DashboardStudy {
                     let task = form.task(*classes, data.features())?;
                     let inner = this.inner().ok_or("the dashboard is closing")?;
                     let mut inner = inner.borrow_mut();
-                    let ws = inner.room.transport().ok_or("This page is not connected to a relay.")?;
+                    let ws =
+                        inner.room.transport().ok_or("This page is not connected to a relay.")?;
                     let transport =
                         StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                     inner.efpsn_count += 1;

@@ -274,15 +274,15 @@ mod tests {
         let (classes, features) = (3, 2);
         let model = Model::Softmax { classes };
         let variables = model.bias_indices(features);
-        let basis = Basis::build(&BasisSpec { max_degree: 1, variables: 3, size: 3, seed: 1 })
-            .unwrap();
+        let basis =
+            Basis::build(&BasisSpec { max_degree: 1, variables: 3, size: 3, seed: 1 }).unwrap();
         let settings = Phase2Settings { optimizer, iterations, step, decay: 0.0, batch: None };
         let mut agents: Vec<LocalOptimizer> = (0..4)
             .map(|i| {
                 let x: Vec<f64> = (0..6).map(|r| ((r * 7 + i * 3) % 5) as f64 / 4.0).collect();
                 let y: Vec<f64> = (0..3).map(|r| ((r + i) % classes) as f64).collect();
-                let cost = LocalCost::new(model, Examples::new(features, x, y).unwrap(), 1e-3)
-                    .unwrap();
+                let cost =
+                    LocalCost::new(model, Examples::new(features, x, y).unwrap(), 1e-3).unwrap();
                 let mask = [300.0, -200.0, 100.0].map(|c| c * if i % 2 == 0 { 1.0 } else { -1.0 });
                 let cost = PerturbedCost {
                     cost,
@@ -325,7 +325,8 @@ mod tests {
             let below = largest_iterate(optimizer, 0.9 * bound, 3000);
             assert!(below.is_finite() && below < 1e9, "{optimizer:?} below: {below}");
             let above = largest_iterate(optimizer, 1.1 * bound, 3000);
-            assert!(!(above < 1e30), "{optimizer:?} above: {above}");
+            // past the bound the iterates blow up: huge, infinite or NaN
+            assert!(above.is_nan() || above >= 1e30, "{optimizer:?} above: {above}");
         }
         // A step at the default scale stays small.
         assert!(largest_iterate(Optimizer::Tracking, 2.0, 500) < 1e6);

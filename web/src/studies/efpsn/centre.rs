@@ -27,7 +27,8 @@ pub fn EfpsnCentre(study: DashboardStudy) -> impl IntoView {
     let note = move || {
         study.view.efpsn.with(|l| l.as_ref().and_then(|l| notes(l).into_iter().next().map(|n| n.1)))
     };
-    let markup = move || study.view.efpsn.with(|l| l.as_ref().map(|l| svg::for_presenter(&picture(l))));
+    let markup =
+        move || study.view.efpsn.with(|l| l.as_ref().map(|l| svg::for_presenter(&picture(l))));
     view! {
         <div class="present-centre efpsn-centre" data-testid="present-centrepiece">
             <p class="present-headline" data-testid="present-progress">{headline}</p>
@@ -43,7 +44,11 @@ pub fn headline(live: &EfpsnLive) -> String {
     let efpsn = live.runs.iter().find(|r| r.method == Method::Efpsn);
     let reached = efpsn.and_then(|r| r.trace.last()).map_or(0, |p| p.iteration);
     let progress = if live.finished {
-        format!("finished at iteration {} of {}", show(f64::from(reached)), show(f64::from(iterations)))
+        format!(
+            "finished at iteration {} of {}",
+            show(f64::from(reached)),
+            show(f64::from(iterations))
+        )
     } else if reached == 0 && efpsn.is_some_and(|r| r.trace.is_empty()) {
         "Phase 1: Paillier keys and encrypted noise".to_owned()
     } else {
@@ -115,10 +120,14 @@ fn accuracy(out: &mut String, live: &EfpsnLive, area: Area) {
         c = PALETTE[6],
     );
     for run in &live.runs {
-        let points: Vec<String> =
-            run.trace.iter().map(|p| format!("{:.1},{:.1}", x(f64::from(p.iteration)), y(p.score))).collect();
+        let points: Vec<String> = run
+            .trace
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", x(f64::from(p.iteration)), y(p.score)))
+            .collect();
         if points.len() >= 2 {
-            let dash = if run.method == Method::NoiseFree { r#" stroke-dasharray="12 9""# } else { "" };
+            let dash =
+                if run.method == Method::NoiseFree { r#" stroke-dasharray="12 9""# } else { "" };
             let _ = write!(
                 out,
                 r##"<polyline points="{p}" fill="none" stroke="{c}" stroke-width="{w}" stroke-linejoin="round"{dash}/>"##,
@@ -134,7 +143,11 @@ fn accuracy(out: &mut String, live: &EfpsnLive, area: Area) {
         .iter()
         .map(|r| {
             let last = r.trace.last().map_or("—".to_owned(), |p| percent(p.score));
-            (format!("{} {last}", method_short(r.method)), colour(r.method), r.method == Method::NoiseFree)
+            (
+                format!("{} {last}", method_short(r.method)),
+                colour(r.method),
+                r.method == Method::NoiseFree,
+            )
         })
         .collect();
     entries.push((format!("x* {}", percent(live.x_star_score)), PALETTE[6], true));
@@ -209,15 +222,31 @@ mod tests {
     fn the_presenter_shows_the_graph_the_accuracies_and_epsilon_in_large_text() {
         let l = live();
         let svg = picture(&l);
-        for name in ["Lab A", "Lab B", "Lab C", "Lab D", "EFPSN 90.0%", "noise-free 90.0%", "baseline 90.0%", "x* 96.0%"] {
+        for name in [
+            "Lab A",
+            "Lab B",
+            "Lab C",
+            "Lab D",
+            "EFPSN 90.0%",
+            "noise-free 90.0%",
+            "baseline 90.0%",
+            "x* 96.0%",
+        ] {
             assert!(svg.contains(&format!(">{name}</text>")), "{name}");
         }
         // no text under 22 units
-        for size in svg.split("font-size=\"").skip(1).map(|s| s[..s.find('"').unwrap()].parse::<f64>().unwrap()) {
+        for size in svg
+            .split("font-size=\"")
+            .skip(1)
+            .map(|s| s[..s.find('"').unwrap()].parse::<f64>().unwrap())
+        {
             assert!(size >= 22.0, "{size}");
         }
         let h = headline(&l);
-        assert!(h.starts_with("EFPSN study 1: finished at iteration 200 of 200 · each agent: ε = 0.1"), "{h}");
+        assert!(
+            h.starts_with("EFPSN study 1: finished at iteration 200 of 200 · each agent: ε = 0.1"),
+            "{h}"
+        );
         assert!(h.ends_with("at δ = 10⁻⁶ (Theorem IV.1, γ = 1\u{202f}000)"), "{h}");
     }
 }

@@ -126,7 +126,11 @@ impl EfpsnFields {
         let gamma = GAMMA.positive(&self.gamma, MIN_GAMMA, MAX_GAMMA)?;
         let iterations = ITERATIONS.count(&self.iterations, 1, MAX_ITERATIONS)?;
         let graph = Graph::build(self.topology, sites.len(), seed).map_err(|e| {
-            FormError::whole(format!("no {} graph on these sites: {}", self.topology.name(), e.words()))
+            FormError::whole(format!(
+                "no {} graph on these sites: {}",
+                self.topology.name(),
+                e.words()
+            ))
         })?;
         let bound = self.optimizer.finite_step_bound(&graph.mixing_spectrum(), RIDGE);
         let step = STEP.positive(&self.step, MIN_STEP, f64::MAX)?;
@@ -321,7 +325,10 @@ mod tests {
         let e = read(Optimizer::Dsgd, "700").unwrap_err();
         assert!(e.message.contains("DSGD") && e.message.contains("667"), "{e}");
         let e = read(Optimizer::Tracking, "1e308").unwrap_err();
-        assert_eq!(e.message, "step α: 10³⁰⁸ is too large: on this ring graph, gradient tracking with the ridge λ = 0.001 keeps the iterates finite only below α = 2\u{202f}000; they would grow without bound");
+        assert_eq!(
+            e.message,
+            "step α: 10³⁰⁸ is too large: on this ring graph, gradient tracking with the ridge λ = 0.001 keeps the iterates finite only below α = 2\u{202f}000; they would grow without bound"
+        );
     }
 
     #[test]
@@ -333,7 +340,10 @@ mod tests {
         assert_eq!(e.field, None);
         assert!(e.message.starts_with("Lab B's budget (ε = 10) does not cover this run"), "{e}");
         let to = round_up(9.95 + eps);
-        assert!(e.message.contains(&format!("raise Lab B's budget to at least {}", show(to))), "{e}");
+        assert!(
+            e.message.contains(&format!("raise Lab B's budget to at least {}", show(to))),
+            "{e}"
+        );
         assert!(to >= 9.95 + eps && to < 9.95 + eps + 0.1);
         // a small γ: ε in the hundreds
         let small = EfpsnFields { gamma: "0.001".into(), ..fields };

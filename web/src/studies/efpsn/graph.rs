@@ -87,9 +87,8 @@ fn layout(n: usize, area: Area, style: Style) -> (Vec<(f64, f64)>, usize) {
     let label = style.name_font * 1.5;
     // Names get at least 6 characters' room on each side of their node.
     let half_name = CHAR_WIDTH * style.name_font * 6.0;
-    let radius = (area.width / 2.0 - half_name.max(r) - 4.0)
-        .min(area.height / 2.0 - r - label - 4.0)
-        .max(r);
+    let radius =
+        (area.width / 2.0 - half_name.max(r) - 4.0).min(area.height / 2.0 - r - label - 4.0).max(r);
     let at: Vec<(f64, f64)> = (0..n)
         .map(|i| {
             let a =
@@ -249,12 +248,18 @@ mod tests {
 
     #[test]
     fn every_node_and_name_lies_inside_the_drawing() {
-        for (n, style) in [(4, Style::PAGE), (8, Style::PAGE), (4, Style::PRESENTER), (12, Style::PRESENTER)] {
+        for (n, style) in
+            [(4, Style::PAGE), (8, Style::PAGE), (4, Style::PRESENTER), (12, Style::PRESENTER)]
+        {
             let area = Area { x: 0.0, y: 0.0, width: 460.0, height: 560.0 };
             let (at, chars) = layout(n, area, style);
             for &(x, y) in &at {
                 let half = CHAR_WIDTH * style.name_font * chars as f64 / 2.0;
-                assert!(x - half.max(style.node_radius) >= 0.0 && x + half.max(style.node_radius) <= 460.0, "n={n}: {x} ± {half}");
+                assert!(
+                    x - half.max(style.node_radius) >= 0.0
+                        && x + half.max(style.node_radius) <= 460.0,
+                    "n={n}: {x} ± {half}"
+                );
                 assert!(y - style.node_radius - style.name_font * 1.5 >= 0.0, "n={n}: {y}");
                 assert!(y + style.node_radius + style.name_font * 1.3 <= 560.0, "n={n}: {y}");
             }

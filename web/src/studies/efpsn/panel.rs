@@ -343,7 +343,9 @@ fn CuriousNeighbour(probe: (Vec<f64>, usize), gamma: f64, degree: usize) -> impl
         title: "What a curious neighbour reads from one released gradient".into(),
         rows,
         tile: 64.0,
-        note: Some("Measured here, as in `cape efpsn-attack`: neither choice hides the image.".into()),
+        note: Some(
+            "Measured here, as in `cape efpsn-attack`: neither choice hides the image.".into(),
+        ),
     };
     let svg = heatmap::render(&spec, "efpsn-attack");
     view! {

@@ -7,9 +7,9 @@ use capelab_core::efpsn::sim::Method;
 use capelab_core::study::efpsn::{Decline, RunStatus, Stop};
 use leptos::prelude::*;
 
+use crate::frame::budget::own_decline;
 use crate::frame::site::SiteStudy;
 use crate::numbers::show;
-use crate::frame::budget::own_decline;
 use crate::studies::efpsn::view::method_short;
 use crate::studies::efpsn::worker::{AgentRunView, EfpsnSiteView};
 
@@ -37,14 +37,17 @@ pub fn site_status(view: Option<&EfpsnSiteView>) -> (&'static str, String) {
                 "Phase 1: exchanging Paillier keys and encrypted noise with its {} ({}): keys \
                  {keys}/{neighbours}, noise sent {noise_sent}/{neighbours}, received and \
                  decrypted {noise_received}/{neighbours}.",
-                if *neighbours == 1 { "neighbour".to_owned() } else { format!("{neighbours} neighbours") },
+                if *neighbours == 1 {
+                    "neighbour".to_owned()
+                } else {
+                    format!("{neighbours} neighbours")
+                },
                 neighbour_names(v)
             ),
         ),
-        RunStatus::Phase2 { iteration } => (
-            "running",
-            format!("Running: iteration {} of {}.", of(*iteration), of(run.iterations)),
-        ),
+        RunStatus::Phase2 { iteration } => {
+            ("running", format!("Running: iteration {} of {}.", of(*iteration), of(run.iterations)))
+        }
         RunStatus::Done => ("done", format!("Done: all {} iterations.", of(run.iterations))),
         RunStatus::Declined(why) => ("declined", declined_sentence(why)),
         RunStatus::Stopped(stop) => ("stopped", stopped_sentence(v, run, stop)),
@@ -64,16 +67,18 @@ fn declined_sentence(why: &Decline) -> String {
     let head = "This site declined the study before anything was charged or sent";
     match why {
         Decline::Budget { shortfall, .. } => own_decline(shortfall),
-        Decline::NoConsent => format!(
-            "{head}: it has not allowed non-private comparison runs (the switch below)."
-        ),
+        Decline::NoConsent => {
+            format!("{head}: it has not allowed non-private comparison runs (the switch below).")
+        }
         Decline::Refused(words) => format!("{head}: {words}."),
     }
 }
 
 fn stopped_sentence(v: &EfpsnSiteView, run: &AgentRunView, stop: &Stop) -> String {
     let at = match run.iteration {
-        Some(t) => format!(" at iteration {} of {}", show(f64::from(t)), show(f64::from(run.iterations))),
+        Some(t) => {
+            format!(" at iteration {} of {}", show(f64::from(t)), show(f64::from(run.iterations)))
+        }
         None => " in Phase 1, before any iterate was sent".into(),
     };
     let kept = if run.iteration.is_some() { "; the iterates so far are kept" } else { "" };
@@ -99,9 +104,10 @@ fn run_line(v: &EfpsnSiteView, run: &AgentRunView) -> (String, f64) {
     let at = |t: Option<u32>| t.map_or(0.1, |t| 0.1 + 0.9 * f64::from(t) / total);
     match &run.status {
         RunStatus::Phase1 { .. } => ("Phase 1".into(), 0.05),
-        RunStatus::Phase2 { iteration } => {
-            (format!("iteration {} of {}", show(f64::from(*iteration)), show(total)), at(Some(*iteration)))
-        }
+        RunStatus::Phase2 { iteration } => (
+            format!("iteration {} of {}", show(f64::from(*iteration)), show(total)),
+            at(Some(*iteration)),
+        ),
         RunStatus::Done => ("done".into(), 1.0),
         RunStatus::Declined(Decline::NoConsent) => {
             ("declined: this site has not allowed non-private comparison runs".into(), 0.0)
@@ -208,8 +214,14 @@ mod tests {
         assert_eq!(text, "Running: iteration 120 of 200.");
         let (phase, text) = site_status(Some(&view(RunStatus::Stopped(Stop::Left(4)), Some(155))));
         assert_eq!(phase, "stopped");
-        assert_eq!(text, "Stopped at iteration 155 of 200 because Agent C left; the iterates so far are kept.");
-        assert_eq!(site_status(Some(&view(RunStatus::Done, Some(200)))).1, "Done: all 200 iterations.");
+        assert_eq!(
+            text,
+            "Stopped at iteration 155 of 200 because Agent C left; the iterates so far are kept."
+        );
+        assert_eq!(
+            site_status(Some(&view(RunStatus::Done, Some(200)))).1,
+            "Done: all 200 iterations."
+        );
     }
 
     #[test]

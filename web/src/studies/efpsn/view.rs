@@ -85,7 +85,9 @@ pub fn cell(live: &EfpsnLive, run: &ObservedRun, i: usize) -> (String, f64) {
                 (other, _) => other.clone(),
             };
             let at = match &reached {
-                RunStatus::Phase2 { iteration } => format!("at iteration {}", show(f64::from(*iteration))),
+                RunStatus::Phase2 { iteration } => {
+                    format!("at iteration {}", show(f64::from(*iteration)))
+                }
                 _ => "in Phase 1".into(),
             };
             let left = matches!(stop, Stop::Left(p) if *p == live.agents[i]);
@@ -108,9 +110,9 @@ pub fn stop_sentence(live: &EfpsnLive, stop: &Stop) -> String {
 /// Why `name` declined, with what to do about it.
 pub fn decline_sentence(name: &str, why: &Decline) -> String {
     match why {
-        Decline::NoConsent => format!(
-            "{name} has not allowed non-private comparison runs (the switch on its page)"
-        ),
+        Decline::NoConsent => {
+            format!("{name} has not allowed non-private comparison runs (the switch on its page)")
+        }
         Decline::Budget { shortfall, .. } => {
             crate::frame::budget::decline_sentence(name, "", Some(shortfall))
         }
@@ -132,10 +134,9 @@ pub fn notes(live: &EfpsnLive) -> Vec<(&'static str, String)> {
             ),
             Stop::ByDashboard(_) => format!(
                 "You stopped the study{}.",
-                efpsn.and_then(stopped_at).map_or(String::new(), |t| format!(
-                    " after iteration {}",
-                    show(f64::from(t))
-                ))
+                efpsn
+                    .and_then(stopped_at)
+                    .map_or(String::new(), |t| format!(" after iteration {}", show(f64::from(t))))
             ),
             other => format!("The study stopped: {}.", stop_sentence(live, other)),
         };
@@ -170,7 +171,7 @@ pub fn notes(live: &EfpsnLive) -> Vec<(&'static str, String)> {
         let runs: Vec<&str> = live
             .runs
             .iter()
-            .filter(|r| r.status.iter().any(|s| *s == RunStatus::Declined(Decline::NoConsent)))
+            .filter(|r| r.status.contains(&RunStatus::Declined(Decline::NoConsent)))
             .map(|r| method_short(r.method))
             .collect();
         let names: Vec<String> = declined.iter().map(|&i| live.name(i)).collect();
@@ -209,9 +210,10 @@ pub fn activity(live: &EfpsnLive, i: usize) -> Activity {
     let statuses: Vec<&RunStatus> = live.runs.iter().map(|r| &r.status[i]).collect();
     let left = statuses.iter().any(|s| matches!(s, RunStatus::Stopped(Stop::Left(p)) if *p == me));
     let declined_all = statuses.iter().all(|s| matches!(s, RunStatus::Declined(_)));
-    let declined_efpsn = live.runs.iter().any(|r| {
-        r.method == Method::Efpsn && matches!(r.status[i], RunStatus::Declined(_))
-    });
+    let declined_efpsn = live
+        .runs
+        .iter()
+        .any(|r| r.method == Method::Efpsn && matches!(r.status[i], RunStatus::Declined(_)));
     if left || declined_all || declined_efpsn {
         Activity::Gone
     } else if statuses.iter().any(|s| matches!(s, RunStatus::Phase2 { .. })) {
@@ -352,7 +354,12 @@ mod tests {
                 iterates: Vec::new(),
                 gradient_at_zero: Vec::new(),
                 trace: [0, 50, 100, 150]
-                    .map(|t| TracePoint { iteration: t, deviation: 1.0, score: 0.5, disagreement: 0.0 })
+                    .map(|t| TracePoint {
+                        iteration: t,
+                        deviation: 1.0,
+                        score: 0.5,
+                        disagreement: 0.0,
+                    })
                     .to_vec(),
                 x_bar: Vec::new(),
             })
@@ -428,12 +435,19 @@ mod tests {
         let notes = notes(&l);
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert_eq!(notes[0].0, "efpsn-declined");
-        assert!(notes[0].1.starts_with("2 of 4 sites declined the comparison runs (baseline, noise-free)"), "{}", notes[0].1);
+        assert!(
+            notes[0]
+                .1
+                .starts_with("2 of 4 sites declined the comparison runs (baseline, noise-free)"),
+            "{}",
+            notes[0].1
+        );
         assert!(notes[0].1.ends_with("Declined: Agent A, Agent C."), "{}", notes[0].1);
         assert_eq!(activity(&l, 0), Activity::Done, "EFPSN ran on it");
         // One site of four: "1 of 4 sites", and its user (not theirs).
         let one = RunStatus::Stopped(Stop::Declined { who: 2, why: Decline::NoConsent });
-        let comparison = vec![RunStatus::Declined(Decline::NoConsent), one.clone(), one.clone(), one];
+        let comparison =
+            vec![RunStatus::Declined(Decline::NoConsent), one.clone(), one.clone(), one];
         let l = live(
             &Method::ALL,
             vec![vec![RunStatus::Done; 4], comparison.clone(), comparison],
@@ -453,9 +467,16 @@ mod tests {
             decline_sentence("Lab B", &why),
             "Lab B declined before releasing anything: its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on Lab B's page"
         );
-        let mut l = live(&[Method::Efpsn], vec![vec![RunStatus::Declined(why.clone()); 4]], vec![RunStatus::Done; 4]);
+        let mut l = live(
+            &[Method::Efpsn],
+            vec![vec![RunStatus::Declined(why.clone()); 4]],
+            vec![RunStatus::Done; 4],
+        );
         l.stopped = Some(Stop::Declined { who: 3, why });
         let notes = notes(&l);
-        assert_eq!(notes[0].1, "The study stopped before any iterate of the EFPSN run was sent: Agent B declined before releasing anything: its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on Agent B's page.");
+        assert_eq!(
+            notes[0].1,
+            "The study stopped before any iterate of the EFPSN run was sent: Agent B declined before releasing anything: its budget (ε = 10 at δ = 10⁻⁵) does not cover this study: raise it to at least ε = 12.4 (2.35 more) on Agent B's page."
+        );
     }
 }

@@ -149,7 +149,8 @@ impl EfpsnEngine {
             view.key_bits = task.key_bits;
             view.agents = task.agents().to_vec();
             // Recorded exactly when the EFPSN run got an agent: the ledger admitted it first.
-            let charged = role.runs().iter().any(|r| r.method == Method::Efpsn && r.agent().is_some());
+            let charged =
+                role.runs().iter().any(|r| r.method == Method::Efpsn && r.agent().is_some());
             view.epsilon = task
                 .run_of(Method::Efpsn)
                 .filter(|_| charged)

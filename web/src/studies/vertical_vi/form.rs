@@ -346,7 +346,7 @@ mod tests {
     /// every tab accepts, or a refusal about that field, in the form's words.
     #[test]
     fn typed_nonsense_in_any_field_is_a_named_refusal_never_a_panic() {
-        let fields: [(&str, fn(&mut VviText) -> &mut String); 6] = [
+        let fields: [crate::frame::form::FuzzField<VviText>; 6] = [
             (ROWS.id, |f| &mut f.rows),
             (COMPONENTS.id, |f| &mut f.components),
             (SIGMA.id, |f| &mut f.sigma),

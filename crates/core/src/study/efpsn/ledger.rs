@@ -22,10 +22,10 @@ pub fn record_run(
 ) -> Result<(), Decline> {
     let event = ApproximateEvent::new(LABEL, eps.epsilon, eps.delta, 1)
         .map_err(|e| Decline::Refused(format!("the run's guarantee: {e}")))?;
-    gate::spend(ledger, vec![Release::new(study, event, time_ms)]).map(|_| ()).map_err(|e| {
-        match e.shortfall() {
-            Some(shortfall) => Decline::Budget { shortfall, run_epsilon: eps.epsilon },
-            None => Decline::Refused(e.to_string()),
-        }
+    gate::spend(ledger, vec![Release::new(study, event, time_ms)]).map(|_| ()).map_err(|e| match e
+        .shortfall()
+    {
+        Some(shortfall) => Decline::Budget { shortfall, run_epsilon: eps.epsilon },
+        None => Decline::Refused(e.to_string()),
     })
 }

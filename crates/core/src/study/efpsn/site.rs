@@ -180,10 +180,9 @@ impl<L: LedgerAccess> EfpsnStudySite<L> {
         let prepared = task.check().and_then(|()| {
             let cost = match &self.data {
                 AgentData::Shared(d) => task.split.local_cost(d, index, task.agents().len())?,
-                AgentData::Own(d) => task
-                    .split
-                    .own_cost(d)
-                    .map_err(|e| EfpsnError::Data(format!("this agent's own table: {}", e.words())))?,
+                AgentData::Own(d) => task.split.own_cost(d).map_err(|e| {
+                    EfpsnError::Data(format!("this agent's own table: {}", e.words()))
+                })?,
                 AgentData::Unusable(why) => return Err(EfpsnError::Data(why.clone())),
             };
             Ok((cost, task.key_size()?))
