@@ -14,6 +14,7 @@
 // values the test typed into it); the page shows the same estimate and its ledger's release, and
 // the dashboard its ledger report.
 
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import path from 'node:path';
@@ -41,6 +42,30 @@ const VALUES_PER_SITE = 400;
 const SDS = 5;
 const MIME = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
 
+/**
+ * The Content-Security-Policy the page is served under, as an embedder's server would send it:
+ * the app's own policy (crates/relay/src/security_headers.rs: no inline script, wasm allowed),
+ * with the page's inline import map and stylesheet admitted by their hashes and the relay's
+ * websocket (any port of this host) as the one other place it may connect to.
+ */
+function embedPolicy(html) {
+  const hashes = (tag) =>
+    [...html.matchAll(new RegExp(`<${tag}[^>]*>([\\s\\S]*?)</${tag}>`, 'g'))]
+      .filter((m) => m[1].trim())
+      .map((m) => `'sha256-${createHash('sha256').update(m[1]).digest('base64')}'`)
+      .join(' ');
+  return [
+    "default-src 'none'",
+    `script-src 'self' 'wasm-unsafe-eval' ${hashes('script')}`,
+    `style-src ${hashes('style')}`,
+    "connect-src 'self' ws://127.0.0.1:*",
+    'img-src data:',
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
 /** Serves examples/embed at / and the package at /node_modules/capelab/, on a free port. */
 async function serveEmbed() {
   const server = http.createServer(async (req, res) => {
@@ -52,7 +77,9 @@ async function serveEmbed() {
     if (!file.startsWith(pkgDir) && !file.startsWith(embedDir)) return res.writeHead(403).end();
     try {
       const body = await readFile(file);
-      res.writeHead(200, { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream' }).end(body);
+      const headers = { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream' };
+      if (path.extname(file) === '.html') headers['content-security-policy'] = embedPolicy(body.toString());
+      res.writeHead(200, headers).end(body);
     } catch {
       res.writeHead(404).end();
     }

@@ -111,8 +111,9 @@ fn RegressionComparison(rows: Vec<RegressionRow>) -> impl IntoView {
     let cell = |v: Option<f64>| v.map_or("—".to_owned(), format_value);
     view! {
         <div class="round-result" data-testid="regression-comparison" data-rounds=count>
-            <h3>"This session's regression rounds side by side"</h3>
-            <table class="numbers">
+            <h3 id="regression-comparison-title">"This session's regression rounds side by side"</h3>
+            // focusable: on a phone the table scrolls sideways, and a keyboard must reach it
+            <table class="numbers" tabindex="0" aria-labelledby="regression-comparison-title">
                 <thead><tr>
                     <th>"round"</th><th>"model"</th><th>"ε (calibrated)"</th><th>"ε (guaranteed, full view)"</th>
                     <th>"sites"</th><th>"loss at capeFM ŵ"</th><th>"loss at conventional ŵ"</th>
