@@ -55,6 +55,24 @@ pub const FUZZ: [&str; 10] =
 #[cfg(test)]
 pub type FuzzField<F> = (&'static str, fn(&mut F) -> &mut String);
 
+/// Types every [`FUZZ`] value into every one of `fields`, each time into a fresh `base()`, and
+/// hands the filled form to `check` with the field's id and the typed text: every form's
+/// `typed_nonsense_in_any_field_is_a_named_refusal_never_a_panic` test.
+#[cfg(test)]
+pub fn each_mistake<F>(
+    fields: &[FuzzField<F>],
+    base: impl Fn() -> F,
+    mut check: impl FnMut(&'static str, &str, F),
+) {
+    for &(id, field) in fields {
+        for typed in FUZZ {
+            let mut form = base();
+            *field(&mut form) = typed.to_string();
+            check(id, typed, form);
+        }
+    }
+}
+
 /// One field of a form: its input's id and its label as the form shows it (what messages name).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field {

@@ -378,19 +378,13 @@ mod tests {
         ];
         for topology in Topology::ALL {
             for optimizer in [Optimizer::Tracking, Optimizer::Dsgd] {
-                for (id, field) in fields {
-                    for typed in crate::frame::form::FUZZ {
-                        let mut f = EfpsnFields { topology, optimizer, ..EfpsnFields::default() };
-                        *field(&mut f) = typed.to_string();
-                        match f.read(vec![1, 2, 3, 4, 5], &Room::default(), 7) {
-                            Ok(form) => {
-                                let task = form.task(10, 64).unwrap();
-                                assert!(task.check().is_ok());
-                            }
-                            Err(e) => assert_eq!(e.field, Some(id), "{typed}: {e:?}"),
-                        }
+                let base = || EfpsnFields { topology, optimizer, ..EfpsnFields::default() };
+                crate::frame::form::each_mistake(&fields, base, |id, typed, f| {
+                    match f.read(vec![1, 2, 3, 4, 5], &Room::default(), 7) {
+                        Ok(form) => assert!(form.task(10, 64).unwrap().check().is_ok()),
+                        Err(e) => assert_eq!(e.field, Some(id), "{typed}: {e:?}"),
                     }
-                }
+                });
             }
         }
     }

@@ -484,20 +484,17 @@ mod tests {
         for (own_data, scope) in
             [(false, EpsilonScope::PerIteration), (true, EpsilonScope::WholeStudy)]
         {
-            for (id, field) in fields {
-                for typed in crate::frame::form::FUZZ {
-                    let mut f = IcaFields { own_data, scope, ..IcaFields::default() };
-                    *field(&mut f) = typed.to_string();
-                    match f.read(vec![1, 2, 3]) {
-                        Ok(form) => assert!(form.pca_params.validate().is_ok()),
-                        // the longest subject is checked against the site's time points
-                        Err(e) if id == MIN_SAMPLES.id && e.field == Some(LONGEST.id) => {}
-                        // R is checked against D
-                        Err(e) if id == VOXELS.id && e.field == Some(COMPONENTS.id) => {}
-                        Err(e) => assert_eq!(e.field, Some(id), "{typed}: {e:?}"),
-                    }
+            let base = || IcaFields { own_data, scope, ..IcaFields::default() };
+            crate::frame::form::each_mistake(&fields, base, |id, typed, f| {
+                match f.read(vec![1, 2, 3]) {
+                    Ok(form) => assert!(form.pca_params.validate().is_ok()),
+                    // the longest subject is checked against the site's time points
+                    Err(e) if id == MIN_SAMPLES.id && e.field == Some(LONGEST.id) => {}
+                    // R is checked against D
+                    Err(e) if id == VOXELS.id && e.field == Some(COMPONENTS.id) => {}
+                    Err(e) => assert_eq!(e.field, Some(id), "{typed}: {e:?}"),
                 }
-            }
+            });
         }
     }
 }

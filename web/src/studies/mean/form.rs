@@ -326,15 +326,12 @@ mod tests {
             (PLUS_K.id, |f| &mut f.plus_k),
             (PLUS_THRESHOLD.id, |f| &mut f.plus_threshold),
         ];
-        for (id, field) in fields {
-            for typed in crate::frame::form::FUZZ {
-                let mut f = MeanFields { secagg_plus: true, ..MeanFields::default() };
-                *field(&mut f) = typed.to_string();
-                match f.read((1..=6).collect()) {
-                    Ok(form) => assert!(form.params.validate().is_ok()),
-                    Err(e) => assert!(e.field.is_none_or(|f| f == id), "{id} {typed}: {e:?}"),
-                }
+        let base = || MeanFields { secagg_plus: true, ..MeanFields::default() };
+        crate::frame::form::each_mistake(&fields, base, |id, typed, f| {
+            match f.read((1..=6).collect()) {
+                Ok(form) => assert!(form.params.validate().is_ok()),
+                Err(e) => assert!(e.field.is_none_or(|f| f == id), "{id} {typed}: {e:?}"),
             }
-        }
+        });
     }
 }

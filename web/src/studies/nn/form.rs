@@ -214,16 +214,13 @@ mod tests {
             (LEARNING_RATE.id, |f| &mut f.learning_rate),
         ];
         for scope in [EpsilonScope::PerIteration, EpsilonScope::WholeStudy] {
-            for (id, field) in fields {
-                for typed in crate::frame::form::FUZZ {
-                    let mut f = NnFields { scope, ..NnFields::default() };
-                    *field(&mut f) = typed.to_string();
-                    match f.read(vec![1, 2, 3]) {
-                        Ok(form) => assert!(form.params.validate().is_ok()),
-                        Err(e) => assert_eq!(e.field, Some(id), "{typed}: {e:?}"),
-                    }
+            let base = || NnFields { scope, ..NnFields::default() };
+            crate::frame::form::each_mistake(&fields, base, |id, typed, f| {
+                match f.read(vec![1, 2, 3]) {
+                    Ok(form) => assert!(form.params.validate().is_ok()),
+                    Err(e) => assert_eq!(e.field, Some(id), "{typed}: {e:?}"),
                 }
-            }
+            });
         }
     }
 }

@@ -355,25 +355,22 @@ mod tests {
             (STEPS.id, |f| &mut f.steps),
         ];
         for source in [VviSource::Generated, VviSource::Cps1988, VviSource::Own] {
-            for (id, field) in fields {
-                for typed in crate::frame::form::FUZZ {
-                    let mut f = VviText { source, ..VviText::default() };
-                    *field(&mut f) = typed.to_string();
-                    match f.read(&[2, 3, 4], &names()) {
-                        Ok(form) => {
-                            let data = form.fields.source.data(form.fields.rows, 1);
-                            let task = form.fields.task(&data, form.parties, form.dealer, 1, 1);
-                            assert!(task.is_ok(), "{id} {typed}: {task:?}");
-                        }
-                        Err(e) => {
-                            assert_eq!(e.field, Some(id), "{id} {typed}: {e:?}");
-                            for code in ["..=", "task refused", "parameter:", "Err("] {
-                                assert!(!e.message.contains(code), "{id} {typed}: {e}");
-                            }
+            let base = || VviText { source, ..VviText::default() };
+            crate::frame::form::each_mistake(&fields, base, |id, typed, f| {
+                match f.read(&[2, 3, 4], &names()) {
+                    Ok(form) => {
+                        let data = form.fields.source.data(form.fields.rows, 1);
+                        let task = form.fields.task(&data, form.parties, form.dealer, 1, 1);
+                        assert!(task.is_ok(), "{id} {typed}: {task:?}");
+                    }
+                    Err(e) => {
+                        assert_eq!(e.field, Some(id), "{id} {typed}: {e:?}");
+                        for code in ["..=", "task refused", "parameter:", "Err("] {
+                            assert!(!e.message.contains(code), "{id} {typed}: {e}");
                         }
                     }
                 }
-            }
+            });
         }
     }
 }
