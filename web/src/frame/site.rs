@@ -189,20 +189,18 @@ struct Inner {
     ledger: Option<SharedLedger>,
     ledger_note: Option<String>,
     run: Option<Driver<StudyTransport, MeanSite<SharedLedger>>>,
-    /// The NN study's role; at most one of `run`, `nn` and an active `ica` exists (`secagg/…`
-    /// goes to it).
+    /// The NN study's role; at most one of `run`, `nn` and `worker_study` is set
+    /// (`Inner::take_part`), and `secagg/…` goes to it.
     nn: Option<NnDriver>,
     /// The Joint ICA worker (kept between its capePCA and capeDJICA steps: it holds the data).
     ica: Option<WorkerHost>,
-    ica_active: bool,
-    /// The worker runs this tab's EFPSN agent (`efpsn/…` and departures go to it).
-    efpsn_active: bool,
+    /// The study whose role the worker (`ica`) runs now: Joint ICA, EFPSN (`efpsn/…` and
+    /// departures go to its agent) or the vertical study (`vvi/…` goes to its party or dealer).
+    worker_study: Option<SiteStudyKind>,
     /// While the data set is being fetched: the EFPSN messages that arrived meanwhile, in order.
     efpsn_waiting: Option<Vec<ToWorker>>,
     /// The app's copy of the data set, once fetched.
     digits: Option<Rc<String>>,
-    /// The worker runs this tab's party or dealer of a vertical study (`vvi/…` goes to it).
-    vvi_active: bool,
     /// The table the dashboard announced for its next vertical study.
     vvi_data: Option<DataAnnouncement>,
     /// Ledger entries of the running study already saved and reported.
@@ -210,6 +208,22 @@ struct Inner {
     /// The public bounds a dashboard announced for its next regression study.
     bounds: Option<BoundsAnnouncement>,
     log: Rc<RefCell<WireLog>>,
+}
+
+impl Inner {
+    /// From now on this tab takes part in `kind` alone: every other study's role goes, so
+    /// `secagg/…` and departures reach one role only.
+    fn take_part(&mut self, kind: SiteStudyKind) {
+        if kind != SiteStudyKind::Round {
+            self.run = None;
+        }
+        if kind != SiteStudyKind::Nn {
+            self.nn = None;
+        }
+        let in_worker =
+            matches!(kind, SiteStudyKind::Ica | SiteStudyKind::Efpsn | SiteStudyKind::VerticalVi);
+        self.worker_study = in_worker.then_some(kind);
+    }
 }
 
 impl SiteStudy {
@@ -240,11 +254,9 @@ impl SiteStudy {
             run: None,
             nn: None,
             ica: None,
-            ica_active: false,
-            efpsn_active: false,
+            worker_study: None,
             efpsn_waiting: None,
             digits: None,
-            vvi_active: false,
             vvi_data: None,
             saved: 0,
             bounds: None,
@@ -387,10 +399,7 @@ impl SiteStudy {
                     public_bounds::site_rows(&source, &params, bounds.map(|b| &b.bounds));
                 self.view.prepared.set(note);
                 let site = MeanSite::new(me.id, from, rows, ledger, os_rng());
-                inner.nn = None;
-                inner.ica_active = false;
-                inner.efpsn_active = false;
-                inner.vvi_active = false;
+                inner.take_part(SiteStudyKind::Round);
                 let transport =
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                 inner.run = Some(Driver::new(transport, site));
@@ -459,10 +468,7 @@ impl SiteStudy {
                     StudyTransport { ws, gate: None, log: inner.log.clone(), now: wall_ms };
                 inner.nn = Some(Driver::new(transport, site));
                 self.view.current.set(Some(SiteStudyKind::Nn));
-                inner.run = None;
-                inner.ica_active = false;
-                inner.efpsn_active = false;
-                inner.vvi_active = false;
+                inner.take_part(SiteStudyKind::Nn);
                 inner.saved = 0;
             }
         }
@@ -510,12 +516,8 @@ impl SiteStudy {
         if self.worker(&mut guard).is_none() {
             return;
         }
-        guard.run = None;
-        guard.nn = None;
-        guard.ica_active = true;
+        guard.take_part(SiteStudyKind::Ica);
         self.view.current.set(Some(SiteStudyKind::Ica));
-        guard.efpsn_active = false;
-        guard.vvi_active = false;
         let seed = match self.view.data.get_untracked() {
             DataSource::Seeded { seed } => seed,
             DataSource::Table { .. } => fresh_seed(),
@@ -557,14 +559,10 @@ impl SiteStudy {
             if self.worker(&mut guard).is_none() {
                 return;
             }
-            guard.run = None;
-            guard.nn = None;
-            guard.ica_active = false;
-            guard.efpsn_active = true;
+            guard.take_part(SiteStudyKind::Efpsn);
             // The last study's agent is no news: the panel says this one is starting.
             self.view.efpsn.set(None);
             self.view.current.set(Some(SiteStudyKind::Efpsn));
-            guard.vvi_active = false;
             // A tab with a table of its own optimises on it (its label in the `target` column or
             // the last); the others take their part of the shared digits, fetched once.
             let own = self.view.data.get_untracked().efpsn_rows();
@@ -693,11 +691,7 @@ impl SiteStudy {
         }));
         let Some(host) = self.worker(&mut guard) else { return };
         host.post(&start);
-        guard.run = None;
-        guard.nn = None;
-        guard.ica_active = false;
-        guard.efpsn_active = false;
-        guard.vvi_active = true;
+        guard.take_part(SiteStudyKind::VerticalVi);
         self.view.current.set(Some(SiteStudyKind::VerticalVi));
     }
 
@@ -705,7 +699,9 @@ impl SiteStudy {
     fn forward_vvi(&self, message: ToWorker) {
         let Some(inner) = self.inner() else { return };
         let guard = inner.borrow();
-        if let (true, Some(host)) = (guard.vvi_active, guard.ica.as_ref()) {
+        if let (true, Some(host)) =
+            (guard.worker_study == Some(SiteStudyKind::VerticalVi), guard.ica.as_ref())
+        {
             host.post(&message);
         }
     }
@@ -714,7 +710,7 @@ impl SiteStudy {
     fn forward_efpsn(&self, message: ToWorker) {
         let Some(inner) = self.inner() else { return };
         let mut guard = inner.borrow_mut();
-        if !guard.efpsn_active {
+        if guard.worker_study != Some(SiteStudyKind::Efpsn) {
             return;
         }
         if let Some(waiting) = guard.efpsn_waiting.as_mut() {
@@ -727,7 +723,11 @@ impl SiteStudy {
     /// Study traffic for the Joint ICA worker, if it is the running role.
     fn feed_ica(&self, inner: &Rc<RefCell<Inner>>, event: &TransportEvent) -> bool {
         let inner = inner.borrow();
-        let (true, Some(host)) = (inner.ica_active, inner.ica.as_ref()) else { return false };
+        let (true, Some(host)) =
+            (inner.worker_study == Some(SiteStudyKind::Ica), inner.ica.as_ref())
+        else {
+            return false;
+        };
         match event {
             TransportEvent::Message { from, payload, .. } => {
                 host.post(&ToWorker::Message { from: *from, payload: payload.clone() });
